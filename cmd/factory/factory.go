@@ -1,0 +1,207 @@
+// Package factory gives commands what they share: the IO streams, the
+// connection (made lazily, on first use), the output printer and the logger.
+package factory
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/natsconn"
+)
+
+// Factory is built once per process by cmd.Main and handed to every command.
+type Factory struct {
+	IO *IOStreams
+	// Conn holds the connection flags, defaulted from NATS_* variables.
+	Conn   natsconn.Options
+	Output output.Options
+	// Verbose and Trace are the logging flags.
+	Verbose bool
+	Trace   bool
+	// Getenv reads the environment; tests replace it.
+	Getenv func(string) string
+
+	logger   *slog.Logger
+	resolved *natsconn.Resolved
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	closers  []func()
+}
+
+// New returns a Factory on the given streams.
+func New(ios *IOStreams) *Factory {
+	return &Factory{IO: ios, Getenv: os.Getenv}
+}
+
+// BindFlags adds the global connection, output and logging flags, with
+// their defaults taken from the same environment variables natscli reads.
+func (f *Factory) BindFlags(fs *pflag.FlagSet) {
+	env := func(name, def string) string {
+		if v := f.Getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	timeout := natsconn.DefaultTimeout
+	if v := f.Getenv("NATS_TIMEOUT"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			timeout = d
+		}
+	}
+	tlsFirst, _ := strconv.ParseBool(f.Getenv("NATS_TLSFIRST"))
+	c := &f.Conn
+	fs.StringVarP(&c.Server, "server", "s", env("NATS_URL", ""), "NATS server URLs, comma separated ($NATS_URL)")
+	fs.StringVar(&c.Context, "context", env("NATS_CONTEXT", ""), "natscli context to use ($NATS_CONTEXT)")
+	fs.StringVar(&c.Creds, "creds", env("NATS_CREDS", ""), "user credentials file ($NATS_CREDS)")
+	fs.StringVar(&c.NKey, "nkey", env("NATS_NKEY", ""), "user NKey seed file ($NATS_NKEY)")
+	fs.StringVar(&c.User, "user", env("NATS_USER", ""), "user name ($NATS_USER)")
+	fs.StringVar(&c.Password, "password", env("NATS_PASSWORD", ""), "password ($NATS_PASSWORD)")
+	fs.StringVar(&c.Token, "token", env("NATS_TOKEN", ""), "authentication token ($NATS_TOKEN)")
+	fs.StringVar(&c.TLSCert, "tlscert", env("NATS_CERT", ""), "TLS client certificate file ($NATS_CERT)")
+	fs.StringVar(&c.TLSKey, "tlskey", env("NATS_KEY", ""), "TLS client key file ($NATS_KEY)")
+	fs.StringVar(&c.TLSCA, "tlsca", env("NATS_CA", ""), "TLS certificate authority file ($NATS_CA)")
+	fs.BoolVar(&c.TLSFirst, "tlsfirst", tlsFirst, "perform the TLS handshake before the server greeting")
+	fs.StringVar(&c.JSDomain, "js-domain", env("NATS_JS_DOMAIN", ""), "JetStream domain ($NATS_JS_DOMAIN)")
+	fs.StringVar(&c.JSAPIPrefix, "js-api-prefix", env("NATS_JS_API_PREFIX", ""), "JetStream API subject prefix ($NATS_JS_API_PREFIX)")
+	fs.DurationVar(&c.Timeout, "timeout", timeout, "time to wait for the server and for each request ($NATS_TIMEOUT)")
+
+	fs.StringVarP(&f.Output.Format, "output", "o", "", "output format: table, json, jsonl or yaml")
+	fs.StringVar(&f.Output.JQ, "jq", "", "jq program applied to the JSON output")
+	fs.BoolVar(&f.Verbose, "verbose", false, "log what jetctl does to stderr")
+	fs.BoolVar(&f.Trace, "trace", false, "log every JetStream API request and reply to stderr")
+}
+
+// Logger logs to stderr: warnings always, debug with --verbose or --trace.
+func (f *Factory) Logger() *slog.Logger {
+	if f.logger == nil {
+		level := slog.LevelWarn
+		if f.Verbose || f.Trace {
+			level = slog.LevelDebug
+		}
+		f.logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	}
+	return f.logger
+}
+
+// Resolve merges the connection flags with the natscli context.
+func (f *Factory) Resolve() (*natsconn.Resolved, error) {
+	if f.resolved == nil {
+		r, err := natsconn.Resolve(f.Conn)
+		if err != nil {
+			return nil, err
+		}
+		f.resolved = r
+	}
+	return f.resolved, nil
+}
+
+// NATS connects on first use and returns the connection.
+func (f *Factory) NATS(ctx context.Context) (*nats.Conn, error) {
+	if f.nc != nil {
+		return f.nc, nil
+	}
+	r, err := f.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	f.Logger().Debug("connecting", "server", natsconn.RedactURL(r.Server), "context", r.Context)
+	nc, err := r.Connect(ctx, "jetctl")
+	if err != nil {
+		return nil, err
+	}
+	f.nc = nc
+	f.closers = append(f.closers, nc.Close)
+	if f.Trace {
+		if err := traceAPI(nc, f.Logger()); err != nil {
+			return nil, err
+		}
+	}
+	return nc, nil
+}
+
+// JetStream connects on first use and returns the JetStream API.
+func (f *Factory) JetStream(ctx context.Context) (jetstream.JetStream, error) {
+	if f.js != nil {
+		return f.js, nil
+	}
+	nc, err := f.NATS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	js, err := f.resolved.JetStream(nc)
+	if err != nil {
+		return nil, err
+	}
+	f.js = js
+	return js, nil
+}
+
+// Printer returns the output printer; defaultFormat applies when -o is not
+// given.
+func (f *Factory) Printer(defaultFormat string) (*output.Printer, error) {
+	return output.NewPrinter(f.Output, f.IO.Out, f.IO.ColorOut(), defaultFormat)
+}
+
+// Validate checks the global flags that can be checked without a server,
+// so that bad input fails before anything is contacted.
+func (f *Factory) Validate() error {
+	if f.Output.JQ != "" {
+		if _, err := output.CompileJQ(f.Output.JQ); err != nil {
+			return err
+		}
+	}
+	if f.Output.Format != "" {
+		if _, err := output.NewPrinter(output.Options{Format: f.Output.Format}, nil, false, ""); err != nil {
+			return err
+		}
+	}
+	if f.Conn.Timeout <= 0 {
+		return exitcode.UsageErrorf("--timeout must be positive, got %s", f.Conn.Timeout)
+	}
+	return nil
+}
+
+// OnClose registers cleanup to run when the command ends.
+func (f *Factory) OnClose(fn func()) { f.closers = append(f.closers, fn) }
+
+// Close releases what the command opened, newest first.
+func (f *Factory) Close() {
+	for i := len(f.closers) - 1; i >= 0; i-- {
+		f.closers[i]()
+	}
+	f.closers = nil
+	f.nc, f.js = nil, nil
+}
+
+// traceAPI logs JetStream API requests this connection sends and the replies
+// it gets. Requests are seen through the connection's own echo; payloads are
+// API JSON and never carry the connection's credentials.
+func traceAPI(nc *nats.Conn, log *slog.Logger) error {
+	_, err := nc.Subscribe("$JS.API.>", func(m *nats.Msg) {
+		log.Debug("api request", "subject", m.Subject, "reply", m.Reply, "body", string(m.Data))
+	})
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	prefix := nc.Opts.InboxPrefix
+	if prefix == "" {
+		prefix = nats.InboxPrefix[:len(nats.InboxPrefix)-1]
+	}
+	_, err = nc.Subscribe(prefix+".>", func(m *nats.Msg) {
+		log.Debug("api reply", "subject", m.Subject, "body", string(m.Data))
+	})
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	return nil
+}

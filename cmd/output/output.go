@@ -1,0 +1,354 @@
+// Package output renders command results in the format the user chose:
+// a table for people, or JSON, JSON lines or YAML for programs, optionally
+// transformed by a jq program. Every command prints its data through it.
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/itchyny/gojq"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+	"gopkg.in/yaml.v3"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+)
+
+// Formats lists the values -o accepts.
+var Formats = []string{"table", "json", "jsonl", "yaml"}
+
+// Options are the global output flags.
+type Options struct {
+	Format string
+	JQ     string
+}
+
+// Printer writes results to Out.
+type Printer struct {
+	Out    io.Writer
+	Format string
+	// Color is true when Out is a terminal and NO_COLOR is not set.
+	Color bool
+	jq    *gojq.Code
+}
+
+// CompileJQ compiles a jq program; a bad program is a usage error (exit 2).
+func CompileJQ(expr string) (*gojq.Code, error) {
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, exitcode.UsageErrorf("invalid jq program %q: %v", expr, err)
+	}
+	code, err := gojq.Compile(q, gojq.WithEnvironLoader(func() []string { return nil }))
+	if err != nil {
+		return nil, exitcode.UsageErrorf("invalid jq program %q: %v", expr, err)
+	}
+	return code, nil
+}
+
+// NewPrinter validates the options. defaultFormat applies when -o was not
+// given; with --jq and no -o the result is JSON.
+func NewPrinter(o Options, out io.Writer, color bool, defaultFormat string) (*Printer, error) {
+	p := &Printer{Out: out, Format: o.Format, Color: color}
+	if p.Format == "" {
+		p.Format = defaultFormat
+		if o.JQ != "" && p.Format == "table" {
+			p.Format = "json"
+		}
+	}
+	if !validFormat(p.Format) {
+		return nil, exitcode.UsageErrorf("invalid output format %q: use one of %s", p.Format, strings.Join(Formats, ", "))
+	}
+	if o.JQ != "" {
+		code, err := CompileJQ(o.JQ)
+		if err != nil {
+			return nil, err
+		}
+		p.jq = code
+	}
+	return p, nil
+}
+
+func validFormat(f string) bool {
+	for _, v := range Formats {
+		if v == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Table is a table under construction.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Row appends a row; values are formatted with fmt.Sprint.
+func (t *Table) Row(cells ...any) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = fmt.Sprint(c)
+	}
+	t.Rows = append(t.Rows, row)
+}
+
+// Print writes v. In table format, table renders it for people; v is what
+// every other format and --jq see, through its JSON encoding.
+func (p *Printer) Print(v any, table func() []Table) error {
+	if p.Format == "table" && p.jq == nil && table != nil {
+		tables := table()
+		for i, t := range tables {
+			if i > 0 {
+				fmt.Fprintln(p.Out)
+			}
+			if err := p.renderTable(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if p.jq != nil {
+		generic, err := toGeneric(v)
+		if err != nil {
+			return err
+		}
+		return p.runJQ(generic)
+	}
+	return p.encode(v)
+}
+
+// Item writes one element of a stream of results (JSON lines): the jq
+// program, if any, applies to each.
+func (p *Printer) Item(v any) error {
+	if p.jq != nil {
+		generic, err := toGeneric(v)
+		if err != nil {
+			return err
+		}
+		return p.runJQ(generic)
+	}
+	return writeJSON(p.Out, v, false)
+}
+
+func (p *Printer) runJQ(input any) error {
+	iter := p.jq.Run(input)
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			return nil
+		}
+		if err, isErr := v.(error); isErr {
+			if he, ok := err.(*gojq.HaltError); ok && he.Value() == nil {
+				return nil
+			}
+			return fmt.Errorf("jq: %w", err)
+		}
+		// Like `jq -r` and gh: strings print raw, everything else as JSON.
+		if s, ok := v.(string); ok {
+			fmt.Fprintln(p.Out, s)
+			continue
+		}
+		if err := writeJSON(p.Out, v, p.Format == "json"); err != nil {
+			return err
+		}
+	}
+}
+
+// encode writes v in the chosen format, keeping its field order.
+func (p *Printer) encode(v any) error {
+	switch p.Format {
+	case "json", "table":
+		return writeJSON(p.Out, v, true)
+	case "jsonl":
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		var items []json.RawMessage
+		if len(data) > 0 && data[0] == '[' && json.Unmarshal(data, &items) == nil {
+			for _, item := range items {
+				if err := writeJSON(p.Out, item, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return writeJSON(p.Out, json.RawMessage(data), false)
+	case "yaml":
+		node, err := yamlNode(v)
+		if err != nil {
+			return err
+		}
+		enc := yaml.NewEncoder(p.Out)
+		enc.SetIndent(2)
+		if err := enc.Encode(node); err != nil {
+			return err
+		}
+		return enc.Close()
+	}
+	return fmt.Errorf("unknown format %q", p.Format)
+}
+
+func (p *Printer) renderTable(t Table) error {
+	header := t.Header
+	if p.Color {
+		header = make([]string, len(t.Header))
+		for i, h := range t.Header {
+			header[i] = "\x1b[1m" + strings.ToUpper(h) + "\x1b[0m"
+		}
+	}
+	var buf bytes.Buffer
+	tbl := tablewriter.NewTable(&buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off, ShowHeader: tw.Off},
+				Lines:      tw.LinesNone,
+			},
+		})),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	tbl.Header(header)
+	if err := tbl.Bulk(t.Rows); err != nil {
+		return err
+	}
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	// The last column's padding would leave trailing blanks on every line.
+	lines := strings.SplitAfter(buf.String(), "\n")
+	for _, line := range lines {
+		trimmed := strings.TrimRight(line, " \n")
+		if strings.HasSuffix(line, "\n") {
+			trimmed += "\n"
+		}
+		if _, err := io.WriteString(p.Out, trimmed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toGeneric turns v into what json.Unmarshal gives for its encoding, the
+// form jq works on.
+func toGeneric(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	return normaliseNumbers(generic), nil
+}
+
+// normaliseNumbers turns json.Number into int or float64 for gojq, keeping
+// large integers exact.
+func normaliseNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normaliseNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normaliseNumbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i)
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func writeJSON(w io.Writer, v any, indent bool) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// yamlNode converts v through its JSON encoding into a YAML node, keeping
+// the field order of the JSON (a map would sort it).
+func yamlNode(v any) (*yaml.Node, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return decodeNode(dec)
+}
+
+func decodeNode(dec *json.Decoder) (*yaml.Node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '{' {
+			n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			for dec.More() {
+				keyTok, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				val, err := decodeNode(dec)
+				if err != nil {
+					return nil, err
+				}
+				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: keyTok.(string)}, val)
+			}
+			_, err := dec.Token()
+			return n, err
+		}
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for dec.More() {
+			val, err := decodeNode(dec)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, val)
+		}
+		_, err := dec.Token()
+		return n, err
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t}, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(t.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: t.String()}, nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(t)}, nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+}

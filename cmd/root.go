@@ -1,0 +1,273 @@
+// Package cmd builds jetctl's command tree and runs it. Main is the only
+// place that turns an error into an exit code and a message.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/jetctl/jetctl/cmd/completion"
+	"github.com/jetctl/jetctl/cmd/demo"
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/plugin"
+	"github.com/jetctl/jetctl/cmd/server"
+	"github.com/jetctl/jetctl/cmd/status"
+	"github.com/jetctl/jetctl/cmd/version"
+)
+
+const (
+	groupJetStream = "jetstream"
+	groupServer    = "server"
+	groupPlugins   = "plugins"
+)
+
+// NewRoot builds the command tree on f. Nothing here connects or reads
+// anything: commands connect lazily, through f, when they run.
+func NewRoot(f *factory.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "jetctl",
+		Short: "the command-line toolkit for NATS JetStream operations",
+		Long: `jetctl is a scriptable toolkit for NATS JetStream operations: declarative
+streams, consumers and buckets, replay, dead letters and KV history.
+
+Connection flags and NATS_* variables work as in natscli, and so do natscli
+contexts. Data goes to stdout (-o table|json|jsonl|yaml, --jq), everything
+else to stderr. Exit codes are the same for every command: see
+"jetctl help exit-codes".`,
+		Example: `  jetctl demo
+  jetctl status -s nats://127.0.0.1:4222
+  jetctl status --context prod -o json --jq '.streams[].name'`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return &exitcode.Error{Code: exitcode.Usage, Err: errors.New(msg)}
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return f.Validate()
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SuggestionsMinimumDistance = 2
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exitcode.Error{Code: exitcode.Usage, Err: fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+	})
+	f.BindFlags(root.PersistentFlags())
+
+	root.AddGroup(
+		&cobra.Group{ID: groupJetStream, Title: "JetStream commands:"},
+		&cobra.Group{ID: groupServer, Title: "Local servers:"},
+	)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
+	}
+	add(groupJetStream, status.NewCmd(f))
+	add(groupServer, server.NewCmd(f), demo.NewCmd(f, runInProcess))
+	root.AddCommand(
+		version.NewCmd(f),
+		completion.NewCmd(f.IO.Out),
+		plugin.NewCmd(f, isBuiltin(root)),
+		exitCodesTopic(),
+	)
+
+	usageErrorsFromArgs(root)
+
+	defaultHelp := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c == root {
+			addPluginCommands(root, f)
+		}
+		defaultHelp(c, args)
+	})
+	return root
+}
+
+// usageErrorsFromArgs makes every positional-argument error a usage error
+// (exit 2), whichever cobra validator produced it.
+func usageErrorsFromArgs(c *cobra.Command) {
+	if validate := c.Args; validate != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := validate(cmd, args)
+			var coded *exitcode.Error
+			if err == nil || errors.As(err, &coded) {
+				return err
+			}
+			return &exitcode.Error{Code: exitcode.Usage, Err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageErrorsFromArgs(sub)
+	}
+}
+
+// exitCodesTopic is `jetctl help exit-codes`.
+func exitCodesTopic() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "exit-codes",
+		Short: "the exit codes every jetctl command uses",
+		Long:  exitcode.TableText(),
+	}
+	c.SetHelpFunc(func(c *cobra.Command, _ []string) { fmt.Fprint(c.OutOrStdout(), c.Long) })
+	return c
+}
+
+// isBuiltin reports whether a command path names one of root's commands.
+func isBuiltin(root *cobra.Command) plugin.IsBuiltin {
+	return func(path []string) bool {
+		c, rest, err := root.Find(path)
+		return err == nil && c != root && len(rest) == 0
+	}
+}
+
+// addPluginCommands lists the plugins on PATH in their own help group. It
+// runs only when the root help is shown, so no other command pays for the
+// PATH scan.
+func addPluginCommands(root *cobra.Command, f *factory.Factory) {
+	plugins := plugin.List(f.Getenv("PATH"), isBuiltin(root))
+	seen := map[string]bool{}
+	var cmds []*cobra.Command
+	for _, p := range plugins {
+		if len(p.Warnings) > 0 || seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		cmds = append(cmds, &cobra.Command{
+			Use:                strings.ReplaceAll(p.Name, " ", "-"),
+			Short:              "plugin: " + p.Path,
+			GroupID:            groupPlugins,
+			DisableFlagParsing: true,
+			Run:                func(*cobra.Command, []string) {},
+		})
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	root.AddGroup(&cobra.Group{ID: groupPlugins, Title: "Plugins (jetctl-* on PATH):"})
+	root.AddCommand(cmds...)
+}
+
+// Main runs jetctl with the process's arguments and returns its exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ios := factory.System()
+	err := run(ctx, os.Args[1:], ios, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
+	if msg := exitcode.Message(err); msg != "" {
+		fmt.Fprintf(ios.ErrOut, "jetctl: %s\n", msg)
+	}
+	if err == nil && ctx.Err() != nil {
+		return exitcode.Interrupted
+	}
+	return exitcode.Of(err)
+}
+
+func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*os.File) error {
+	f := factory.New(ios)
+	defer f.Close()
+	root := NewRoot(f)
+	if name, pluginArgs, globals, ok := findPlugin(root, f, args); ok {
+		if err := root.PersistentFlags().Parse(globals); err != nil {
+			return &exitcode.Error{Code: exitcode.Usage, Err: err}
+		}
+		r, err := f.Resolve()
+		if err != nil {
+			return err
+		}
+		return plugin.Run(name, pluginArgs, r.Env(), files)
+	}
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// findPlugin returns the plugin that args name, when they name no built-in
+// command: leading global flags are kept for jetctl, the first other
+// argument starts the plugin's name.
+func findPlugin(root *cobra.Command, f *factory.Factory, args []string) (string, []string, []string, bool) {
+	globals, rest := splitGlobalFlags(root.PersistentFlags(), args)
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return "", nil, nil, false
+	}
+	if c, _, err := root.Find(rest); err == nil && c != root {
+		return "", nil, nil, false
+	}
+	if rest[0] == "help" || rest[0] == cobra.ShellCompRequestCmd || rest[0] == cobra.ShellCompNoDescRequestCmd {
+		return "", nil, nil, false
+	}
+	path, pluginArgs, ok := plugin.Lookup(f.Getenv("PATH"), rest)
+	return path, pluginArgs, globals, ok
+}
+
+// splitGlobalFlags separates the leading global flags (and their values)
+// from the rest of args.
+func splitGlobalFlags(fs *pflag.FlagSet, args []string) ([]string, []string) {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			break
+		}
+		name := strings.TrimLeft(a, "-")
+		hasValue := strings.Contains(name, "=")
+		name, _, _ = strings.Cut(name, "=")
+		var fl *pflag.Flag
+		if strings.HasPrefix(a, "--") {
+			fl = fs.Lookup(name)
+		} else if len(name) == 1 {
+			fl = fs.ShorthandLookup(name)
+		}
+		if fl == nil {
+			break
+		}
+		i++
+		if !hasValue && fl.NoOptDefVal == "" && i < len(args) {
+			i++
+		}
+	}
+	return args[:i], args[i:]
+}
+
+// runInProcess runs a jetctl command line against url in this process, as
+// `jetctl demo` does for each step. The user's contexts and NATS_*
+// variables are ignored: the demo talks only to its own server.
+func runInProcess(ctx context.Context, url string, args []string, out io.Writer) error {
+	ios := &factory.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
+	f := factory.New(ios)
+	f.Getenv = func(name string) string {
+		if name == "NATS_URL" {
+			return url
+		}
+		if strings.HasPrefix(name, "NATS_") {
+			return ""
+		}
+		return os.Getenv(name)
+	}
+	f.Conn.NoContext = true
+	defer f.Close()
+	root := NewRoot(f)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}

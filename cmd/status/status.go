@@ -1,0 +1,238 @@
+// Package status implements `jetctl status`: the account's JetStream usage
+// and limits, its streams, KV buckets and object stores, at a glance.
+package status
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+)
+
+// Status is the JSON form of `jetctl status`.
+type Status struct {
+	Account      Account       `json:"account"`
+	Streams      []Stream      `json:"streams"`
+	KV           []Bucket      `json:"kv"`
+	ObjectStores []ObjectStore `json:"object_stores"`
+}
+
+// Account is the account's JetStream usage and limits; -1 means unlimited.
+type Account struct {
+	Domain       string `json:"domain,omitempty"`
+	MemoryBytes  uint64 `json:"memory_bytes"`
+	StorageBytes uint64 `json:"storage_bytes"`
+	Streams      int    `json:"streams"`
+	Consumers    int    `json:"consumers"`
+	MaxMemory    int64  `json:"max_memory"`
+	MaxStorage   int64  `json:"max_storage"`
+	MaxStreams   int    `json:"max_streams"`
+	MaxConsumers int    `json:"max_consumers"`
+	APIRequests  uint64 `json:"api_requests"`
+	APIErrors    uint64 `json:"api_errors"`
+}
+
+// Stream is one stream that is neither a KV bucket nor an object store.
+type Stream struct {
+	Name      string   `json:"name"`
+	Subjects  []string `json:"subjects"`
+	Retention string   `json:"retention"`
+	Storage   string   `json:"storage"`
+	Replicas  int      `json:"replicas"`
+	Messages  uint64   `json:"messages"`
+	Bytes     uint64   `json:"bytes"`
+	Consumers int      `json:"consumers"`
+}
+
+// Bucket is a KV bucket.
+type Bucket struct {
+	Bucket   string `json:"bucket"`
+	Values   uint64 `json:"values"`
+	Bytes    uint64 `json:"bytes"`
+	History  int64  `json:"history"`
+	TTL      string `json:"ttl,omitempty"`
+	Storage  string `json:"storage"`
+	Replicas int    `json:"replicas"`
+}
+
+// ObjectStore is an object store bucket.
+type ObjectStore struct {
+	Name     string `json:"name"`
+	Bytes    uint64 `json:"bytes"`
+	Storage  string `json:"storage"`
+	Replicas int    `json:"replicas"`
+	Sealed   bool   `json:"sealed"`
+}
+
+// NewCmd returns `jetctl status`.
+func NewCmd(f *factory.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "show the account's JetStream usage, limits, streams and buckets",
+		Long: `Show the account's JetStream usage and limits, then a table of streams and
+one of KV buckets (and object stores, if any). Streams that back KV buckets
+(KV_*) and object stores (OBJ_*) appear under those, not under streams.`,
+		Example: `  jetctl status
+  jetctl status -o json
+  jetctl status --jq '.streams[].name'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := f.Printer("table")
+			if err != nil {
+				return err
+			}
+			js, err := f.JetStream(cmd.Context())
+			if err != nil {
+				return err
+			}
+			st, err := Gather(cmd.Context(), js)
+			if err != nil {
+				return err
+			}
+			return p.Print(st, func() []output.Table { return tables(st) })
+		},
+	}
+}
+
+// Gather reads the account info and every stream, with the paged list API.
+func Gather(ctx context.Context, js jetstream.JetStream) (*Status, error) {
+	type accountResult struct {
+		info *jetstream.AccountInfo
+		err  error
+	}
+	accountCh := make(chan accountResult, 1)
+	go func() {
+		info, err := js.AccountInfo(ctx)
+		accountCh <- accountResult{info, err}
+	}()
+
+	st := &Status{Streams: []Stream{}, KV: []Bucket{}, ObjectStores: []ObjectStore{}}
+	lister := js.ListStreams(ctx)
+	for si := range lister.Info() {
+		addStream(st, si)
+	}
+	ar := <-accountCh
+	if ar.err != nil {
+		return nil, ar.err
+	}
+	if err := lister.Err(); err != nil {
+		return nil, err
+	}
+	a := ar.info
+	st.Account = Account{
+		Domain:       a.Domain,
+		MemoryBytes:  a.Memory,
+		StorageBytes: a.Store,
+		Streams:      a.Streams,
+		Consumers:    a.Consumers,
+		MaxMemory:    a.Limits.MaxMemory,
+		MaxStorage:   a.Limits.MaxStore,
+		MaxStreams:   a.Limits.MaxStreams,
+		MaxConsumers: a.Limits.MaxConsumers,
+		APIRequests:  a.API.Total,
+		APIErrors:    a.API.Errors,
+	}
+	sort.Slice(st.Streams, func(i, j int) bool { return st.Streams[i].Name < st.Streams[j].Name })
+	sort.Slice(st.KV, func(i, j int) bool { return st.KV[i].Bucket < st.KV[j].Bucket })
+	sort.Slice(st.ObjectStores, func(i, j int) bool { return st.ObjectStores[i].Name < st.ObjectStores[j].Name })
+	return st, nil
+}
+
+func addStream(st *Status, si *jetstream.StreamInfo) {
+	cfg := si.Config
+	switch {
+	case strings.HasPrefix(cfg.Name, "KV_"):
+		b := Bucket{
+			Bucket:   strings.TrimPrefix(cfg.Name, "KV_"),
+			Values:   si.State.Msgs,
+			Bytes:    si.State.Bytes,
+			History:  cfg.MaxMsgsPerSubject,
+			Storage:  strings.ToLower(cfg.Storage.String()),
+			Replicas: cfg.Replicas,
+		}
+		if cfg.MaxAge > 0 {
+			b.TTL = cfg.MaxAge.String()
+		}
+		st.KV = append(st.KV, b)
+	case strings.HasPrefix(cfg.Name, "OBJ_"):
+		st.ObjectStores = append(st.ObjectStores, ObjectStore{
+			Name:     strings.TrimPrefix(cfg.Name, "OBJ_"),
+			Bytes:    si.State.Bytes,
+			Storage:  strings.ToLower(cfg.Storage.String()),
+			Replicas: cfg.Replicas,
+			Sealed:   cfg.Sealed,
+		})
+	default:
+		subjects := cfg.Subjects
+		if subjects == nil {
+			subjects = []string{}
+		}
+		st.Streams = append(st.Streams, Stream{
+			Name:      cfg.Name,
+			Subjects:  subjects,
+			Retention: strings.ToLower(cfg.Retention.String()),
+			Storage:   strings.ToLower(cfg.Storage.String()),
+			Replicas:  cfg.Replicas,
+			Messages:  si.State.Msgs,
+			Bytes:     si.State.Bytes,
+			Consumers: si.State.Consumers,
+		})
+	}
+}
+
+func tables(st *Status) []output.Table {
+	a := st.Account
+	account := output.Table{Header: []string{"account", "used", "limit"}}
+	account.Row("memory", humanize.IBytes(a.MemoryBytes), limit(a.MaxMemory, true))
+	account.Row("storage", humanize.IBytes(a.StorageBytes), limit(a.MaxStorage, true))
+	account.Row("streams", a.Streams, limit(int64(a.MaxStreams), false))
+	account.Row("consumers", a.Consumers, limit(int64(a.MaxConsumers), false))
+	account.Row("api requests", humanize.Comma(int64(a.APIRequests)), humanize.Comma(int64(a.APIErrors))+" errors")
+	if a.Domain != "" {
+		account.Row("domain", a.Domain, "")
+	}
+	out := []output.Table{account}
+
+	streams := output.Table{Header: []string{"stream", "subjects", "retention", "storage", "replicas", "messages", "bytes", "consumers"}}
+	for _, s := range st.Streams {
+		streams.Row(s.Name, strings.Join(s.Subjects, ", "), s.Retention, s.Storage, s.Replicas,
+			humanize.Comma(int64(s.Messages)), humanize.IBytes(s.Bytes), s.Consumers)
+	}
+	out = append(out, streams)
+
+	if len(st.KV) > 0 {
+		kv := output.Table{Header: []string{"kv bucket", "values", "bytes", "history", "ttl", "storage", "replicas"}}
+		for _, b := range st.KV {
+			ttl := b.TTL
+			if ttl == "" {
+				ttl = "-"
+			}
+			kv.Row(b.Bucket, humanize.Comma(int64(b.Values)), humanize.IBytes(b.Bytes), b.History, ttl, b.Storage, b.Replicas)
+		}
+		out = append(out, kv)
+	}
+	if len(st.ObjectStores) > 0 {
+		obj := output.Table{Header: []string{"object store", "bytes", "storage", "replicas", "sealed"}}
+		for _, o := range st.ObjectStores {
+			obj.Row(o.Name, humanize.IBytes(o.Bytes), o.Storage, o.Replicas, o.Sealed)
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+func limit(v int64, bytes bool) string {
+	if v < 0 {
+		return "unlimited"
+	}
+	if bytes {
+		return humanize.IBytes(uint64(v))
+	}
+	return humanize.Comma(v)
+}

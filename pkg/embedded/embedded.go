@@ -1,0 +1,295 @@
+// Package embedded runs JetStream-enabled nats-servers inside the current
+// process: one node, or an N-node cluster on loopback. It backs
+// `jetctl server`, `jetctl demo` and every test.
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/logger"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Config describes the servers to start.
+type Config struct {
+	// StoreDir holds JetStream data. Empty means a fresh temporary directory
+	// that Shutdown removes. An existing directory is opened with its data;
+	// a cluster keeps node i in StoreDir/n<i>.
+	StoreDir string
+	// Host to listen on; empty means 127.0.0.1.
+	Host string
+	// Port for client connections of the first node; 0 picks a free port.
+	// Other cluster nodes always get free ports.
+	Port int
+	// Nodes is the number of servers; 0 and 1 mean a single server.
+	Nodes int
+	// Log, when true, writes the servers' logs to stderr.
+	Log bool
+	// ReadyTimeout bounds the wait for connections and a JetStream meta
+	// leader; zero means 30s.
+	ReadyTimeout time.Duration
+}
+
+// Cluster is a running set of servers. A single server is a cluster of one.
+type Cluster struct {
+	cfg     Config
+	tempDir bool
+	mu      sync.Mutex
+	nodes   []*node
+}
+
+type node struct {
+	opts *server.Options
+	srv  *server.Server
+}
+
+// Start starts the servers described by cfg and waits until they accept
+// connections and, for a cluster, until JetStream has a meta leader and every
+// peer is current.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Nodes < 1 {
+		cfg.Nodes = 1
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 30 * time.Second
+	}
+	c := &Cluster{cfg: cfg}
+	if c.cfg.StoreDir == "" {
+		dir, err := os.MkdirTemp("", "jetctl-server-")
+		if err != nil {
+			return nil, fmt.Errorf("store directory: %w", err)
+		}
+		c.cfg.StoreDir, c.tempDir = dir, true
+	}
+	if err := os.MkdirAll(c.cfg.StoreDir, 0o755); err != nil {
+		return nil, fmt.Errorf("store directory: %w", err)
+	}
+
+	var routePorts []int
+	if cfg.Nodes > 1 {
+		ports, err := freePorts(cfg.Host, cfg.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		routePorts = ports
+	}
+	for i := 0; i < cfg.Nodes; i++ {
+		opts := &server.Options{
+			ServerName: fmt.Sprintf("jetctl-%d", i+1),
+			Host:       cfg.Host,
+			Port:       server.RANDOM_PORT,
+			JetStream:  true,
+			StoreDir:   c.cfg.StoreDir,
+			NoSigs:     true,
+			NoLog:      !cfg.Log,
+		}
+		if i == 0 && cfg.Port != 0 {
+			opts.Port = cfg.Port
+		}
+		if cfg.Nodes > 1 {
+			opts.StoreDir = filepath.Join(c.cfg.StoreDir, fmt.Sprintf("n%d", i+1))
+			opts.Cluster = server.ClusterOpts{Name: "jetctl", Host: cfg.Host, Port: routePorts[i]}
+			for j, p := range routePorts {
+				if j != i {
+					opts.Routes = append(opts.Routes, server.RoutesFromStr(fmt.Sprintf("nats://%s:%d", cfg.Host, p))...)
+				}
+			}
+		}
+		c.nodes = append(c.nodes, &node{opts: opts})
+	}
+	for _, n := range c.nodes {
+		if err := c.startNode(n); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
+	}
+	if err := c.WaitReady(cfg.ReadyTimeout); err != nil {
+		c.Shutdown()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) startNode(n *node) error {
+	srv, err := server.NewServer(n.opts)
+	if err != nil {
+		return fmt.Errorf("server %s: %w", n.opts.ServerName, err)
+	}
+	if c.cfg.Log {
+		srv.SetLogger(logger.NewStdLogger(true, false, false, false, false), false, false)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(c.cfg.ReadyTimeout) {
+		srv.Shutdown()
+		return fmt.Errorf("server %s: not ready for connections after %s", n.opts.ServerName, c.cfg.ReadyTimeout)
+	}
+	// Restarts reuse the port the node first got.
+	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
+		n.opts.Port = addr.Port
+	}
+	n.srv = srv
+	return nil
+}
+
+// WaitReady waits until every running node accepts connections and, in a
+// cluster, there is one JetStream meta leader and every node is current.
+func (c *Cluster) WaitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if c.ready() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("embedded cluster: no JetStream meta leader with all peers current")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.nodes) == 1 {
+		return c.nodes[0].srv != nil && c.nodes[0].srv.JetStreamEnabled()
+	}
+	leaders := 0
+	for _, n := range c.nodes {
+		if n.srv == nil {
+			continue
+		}
+		if !n.srv.JetStreamIsCurrent() {
+			return false
+		}
+		if n.srv.JetStreamIsLeader() {
+			leaders++
+		}
+	}
+	return leaders == 1
+}
+
+// URL is the client URL of the first running node.
+func (c *Cluster) URL() string {
+	urls := c.URLs()
+	if len(urls) == 0 {
+		return ""
+	}
+	return urls[0]
+}
+
+// URLs lists the client URLs of all running nodes.
+func (c *Cluster) URLs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var urls []string
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			urls = append(urls, fmt.Sprintf("nats://%s", net.JoinHostPort(n.opts.Host, strconv.Itoa(n.opts.Port))))
+		}
+	}
+	return urls
+}
+
+// ServerURLs is URLs joined with commas, the form NATS_URL takes.
+func (c *Cluster) ServerURLs() string { return strings.Join(c.URLs(), ",") }
+
+// StoreDir is the directory holding the JetStream data.
+func (c *Cluster) StoreDir() string { return c.cfg.StoreDir }
+
+// Servers returns the running servers, for tests that need to reach in.
+func (c *Cluster) Servers() []*server.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*server.Server
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			out = append(out, n.srv)
+		}
+	}
+	return out
+}
+
+// Stop shuts node i down, keeping its data and port for Restart.
+func (c *Cluster) Stop(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= len(c.nodes) {
+		return fmt.Errorf("no node %d", i)
+	}
+	n := c.nodes[i]
+	if n.srv == nil {
+		return fmt.Errorf("node %d is not running", i)
+	}
+	n.srv.Shutdown()
+	n.srv.WaitForShutdown()
+	n.srv = nil
+	return nil
+}
+
+// Restart starts a stopped node i again on its old port and data.
+func (c *Cluster) Restart(i int) error {
+	c.mu.Lock()
+	if i < 0 || i >= len(c.nodes) {
+		c.mu.Unlock()
+		return fmt.Errorf("no node %d", i)
+	}
+	n := c.nodes[i]
+	if n.srv != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("node %d is running", i)
+	}
+	err := c.startNode(n)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.WaitReady(c.cfg.ReadyTimeout)
+}
+
+// Shutdown stops every node and removes the store directory if Start created it.
+func (c *Cluster) Shutdown() {
+	c.mu.Lock()
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			n.srv.Shutdown()
+			n.srv.WaitForShutdown()
+			n.srv = nil
+		}
+	}
+	c.mu.Unlock()
+	if c.tempDir {
+		os.RemoveAll(c.cfg.StoreDir)
+	}
+}
+
+// freePorts asks the OS for n free TCP ports on host. The ports are released
+// before the servers bind them, which leaves a small window for a race that
+// is acceptable on loopback.
+func freePorts(host string, n int) ([]int, error) {
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,0 +1,389 @@
+// Package harness runs jetctl's testscripts: each script gets its own
+// embedded JetStream server (or 3-node cluster), started in the script's
+// setup and stopped when the script ends, and a few script commands to
+// prepare and check the server's state. It is imported only by tests.
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/jetctl/jetctl/pkg/embedded"
+)
+
+type clusterKey struct{}
+
+// Setup returns a testscript setup that starts nodes embedded servers with
+// their store under $WORK, points NATS_URL at them, isolates HOME and
+// XDG_CONFIG_HOME under $WORK, and stops the servers when the script ends.
+func Setup(nodes int) func(*testscript.Env) error {
+	return func(env *testscript.Env) error {
+		c, err := embedded.Start(embedded.Config{
+			StoreDir: filepath.Join(env.WorkDir, ".jetstream"),
+			Nodes:    nodes,
+		})
+		if err != nil {
+			return err
+		}
+		env.Defer(c.Shutdown)
+		env.Values[clusterKey{}] = c
+		env.Values[bgKey{}] = &bgHolder{}
+		home := filepath.Join(env.WorkDir, "home")
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			return err
+		}
+		env.Setenv("NATS_URL", c.ServerURLs())
+		env.Setenv("HOME", home)
+		env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+		env.Setenv("NO_COLOR", "1")
+		return nil
+	}
+}
+
+// Cmds are the script commands jetctl's scripts may use.
+func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"pub":             cmdPub,
+		"stream-add":      cmdStreamAdd,
+		"stream-count":    cmdStreamCount,
+		"kv-put":          cmdKVPut,
+		"nats-req":        cmdNATSReq,
+		"server":          cmdServer,
+		"bgserver":        cmdBGServer,
+		"exits":           cmdExits,
+		"silent-listener": cmdSilentListener,
+	}
+}
+
+// silent-listener VAR listens on a loopback port that accepts connections
+// and never answers, and sets VAR to its host:port.
+func cmdSilentListener(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: silent-listener VAR")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	ts.Defer(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	ts.Setenv(args[0], l.Addr().String())
+}
+
+// exits CODE PROGRAM [ARGS...] runs PROGRAM like exec and asserts its exit
+// code; stdout and stderr are kept for the assertions that follow.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = exitErr.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+func cluster(ts *testscript.TestScript) *embedded.Cluster {
+	return ts.Value(clusterKey{}).(*embedded.Cluster)
+}
+
+// jsFor connects to the script's server; the connection closes when the
+// script ends.
+func jsFor(ts *testscript.TestScript) (*nats.Conn, jetstream.JetStream) {
+	nc, err := nats.Connect(cluster(ts).ServerURLs(), nats.Timeout(5*time.Second))
+	ts.Check(err)
+	ts.Defer(nc.Close)
+	js, err := jetstream.New(nc)
+	ts.Check(err)
+	return nc, js
+}
+
+func ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// pub [-n N] [-H Name:Value]... SUBJECT [PAYLOAD]
+//
+// Publishes N (default 1) messages through JetStream and waits for every
+// acknowledgement. {i} in the payload becomes the message's number, from 1.
+func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! pub")
+	}
+	n := 1
+	hdr := nats.Header{}
+	for len(args) > 1 && strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "-n":
+			v, err := strconv.Atoi(args[1])
+			ts.Check(err)
+			n = v
+		case "-H":
+			k, v, ok := strings.Cut(args[1], ":")
+			if !ok {
+				ts.Fatalf("pub: header %q is not Name:Value", args[1])
+			}
+			hdr.Add(k, v)
+		default:
+			ts.Fatalf("pub: unknown flag %s", args[0])
+		}
+		args = args[2:]
+	}
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: pub [-n N] [-H Name:Value]... SUBJECT [PAYLOAD]")
+	}
+	payload := ""
+	if len(args) == 2 {
+		payload = args[1]
+	}
+	_, js := jsFor(ts)
+	c, cancel := ctx()
+	defer cancel()
+	var futures []jetstream.PubAckFuture
+	for i := 1; i <= n; i++ {
+		msg := &nats.Msg{Subject: args[0], Header: hdr, Data: []byte(strings.ReplaceAll(payload, "{i}", strconv.Itoa(i)))}
+		f, err := js.PublishMsgAsync(msg)
+		ts.Check(err)
+		futures = append(futures, f)
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-c.Done():
+		ts.Fatalf("pub: timed out waiting for acknowledgements")
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			ts.Fatalf("pub: %v", err)
+		}
+	}
+}
+
+// stream-add [--retention limits|interest|workqueue] [--replicas N]
+// [--storage file|memory] NAME SUBJECT...
+func cmdStreamAdd(ts *testscript.TestScript, neg bool, args []string) {
+	cfg := jetstream.StreamConfig{Storage: jetstream.FileStorage, Replicas: 1}
+	for len(args) > 1 && strings.HasPrefix(args[0], "--") {
+		switch args[0] {
+		case "--retention":
+			ts.Check(cfg.Retention.UnmarshalJSON([]byte(strconv.Quote(args[1]))))
+		case "--replicas":
+			v, err := strconv.Atoi(args[1])
+			ts.Check(err)
+			cfg.Replicas = v
+		case "--storage":
+			ts.Check(cfg.Storage.UnmarshalJSON([]byte(strconv.Quote(args[1]))))
+		default:
+			ts.Fatalf("stream-add: unknown flag %s", args[0])
+		}
+		args = args[2:]
+	}
+	if len(args) < 1 {
+		ts.Fatalf("usage: stream-add [--retention R] [--replicas N] [--storage S] NAME [SUBJECT...]")
+	}
+	cfg.Name, cfg.Subjects = args[0], args[1:]
+	_, js := jsFor(ts)
+	c, cancel := ctx()
+	defer cancel()
+	_, err := js.CreateStream(c, cfg)
+	if neg {
+		if err == nil {
+			ts.Fatalf("stream-add: unexpected success")
+		}
+		return
+	}
+	ts.Check(err)
+}
+
+// stream-count STREAM N asserts that STREAM holds N messages.
+func cmdStreamCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: stream-count STREAM N")
+	}
+	want, err := strconv.ParseUint(args[1], 10, 64)
+	ts.Check(err)
+	_, js := jsFor(ts)
+	c, cancel := ctx()
+	defer cancel()
+	s, err := js.Stream(c, args[0])
+	ts.Check(err)
+	got := s.CachedInfo().State.Msgs
+	if (got == want) == neg {
+		ts.Fatalf("stream %s holds %d messages, want %s%d", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// kv-put BUCKET KEY VALUE creates the bucket (history 10) if needed and puts.
+func cmdKVPut(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: kv-put BUCKET KEY VALUE")
+	}
+	_, js := jsFor(ts)
+	c, cancel := ctx()
+	defer cancel()
+	kv, err := js.CreateOrUpdateKeyValue(c, jetstream.KeyValueConfig{Bucket: args[0], History: 10})
+	ts.Check(err)
+	_, err = kv.PutString(c, args[1], args[2])
+	ts.Check(err)
+}
+
+// nats-req SUBJECT [BODY] sends a request and writes the reply to stdout.
+func cmdNATSReq(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: nats-req SUBJECT [BODY]")
+	}
+	body := ""
+	if len(args) == 2 {
+		body = args[1]
+	}
+	nc, _ := jsFor(ts)
+	msg, err := nc.Request(args[0], []byte(body), 10*time.Second)
+	if neg {
+		if err == nil {
+			ts.Fatalf("nats-req: unexpected success")
+		}
+		return
+	}
+	ts.Check(err)
+	fmt.Fprintln(ts.Stdout(), string(msg.Data))
+}
+
+// server stop|start|restart [NODE] stops or starts a node (default 0) of the
+// script's server, keeping its port and data.
+func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: server stop|start|restart [NODE]")
+	}
+	node := 0
+	if len(args) == 2 {
+		v, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		node = v
+	}
+	c := cluster(ts)
+	switch args[0] {
+	case "stop":
+		ts.Check(c.Stop(node))
+	case "start":
+		ts.Check(c.Restart(node))
+	case "restart":
+		ts.Check(c.Stop(node))
+		ts.Check(c.Restart(node))
+	default:
+		ts.Fatalf("usage: server stop|start|restart [NODE]")
+	}
+}
+
+type bgServer struct {
+	cmd    *exec.Cmd
+	stdout strings.Builder
+	done   chan error
+}
+
+type bgKey struct{}
+
+type bgHolder struct{ server *bgServer }
+
+// bgserver start [ARGS...] runs `jetctl server --port 0 ARGS...` in the
+// background, waits for its NATS_URL line and sets $BG_NATS_URL.
+// bgserver stop sends SIGINT and checks that it shut down cleanly.
+func cmdBGServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: bgserver start [ARGS...] | bgserver stop")
+	}
+	switch args[0] {
+	case "start":
+		bin, err := exec.LookPath("jetctl")
+		ts.Check(err)
+		cmd := exec.Command(bin, append([]string{"server", "--port", "0"}, args[1:]...)...)
+		cmd.Env = os.Environ()
+		cmd.Dir = ts.Getenv("WORK")
+		cmd.Stderr = io.Discard
+		stdout, err := cmd.StdoutPipe()
+		ts.Check(err)
+		ts.Check(cmd.Start())
+		bg := &bgServer{cmd: cmd, done: make(chan error, 1)}
+		ts.Defer(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				<-bg.done
+			}
+		})
+		urls := make(chan string, 1)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				line := sc.Text()
+				bg.stdout.WriteString(line + "\n")
+				if u, ok := strings.CutPrefix(line, "export NATS_URL="); ok {
+					urls <- u
+				}
+			}
+			bg.done <- cmd.Wait()
+		}()
+		select {
+		case u := <-urls:
+			ts.Setenv("BG_NATS_URL", u)
+		case err := <-bg.done:
+			ts.Fatalf("jetctl server exited before it was ready: %v", err)
+		case <-time.After(30 * time.Second):
+			ts.Fatalf("jetctl server printed no NATS_URL within 30s")
+		}
+		ts.Value(bgKey{}).(*bgHolder).server = bg
+	case "stop":
+		bg := ts.Value(bgKey{}).(*bgHolder).server
+		if bg == nil {
+			ts.Fatalf("bgserver stop: no server started")
+		}
+		ts.Check(bg.cmd.Process.Signal(syscall.SIGINT))
+		select {
+		case err := <-bg.done:
+			if err != nil {
+				ts.Fatalf("jetctl server did not stop cleanly: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			ts.Fatalf("jetctl server did not stop within 30s of SIGINT")
+		}
+	default:
+		ts.Fatalf("usage: bgserver start [ARGS...] | bgserver stop")
+	}
+}
