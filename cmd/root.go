@@ -170,6 +170,15 @@ func addPluginCommands(root *cobra.Command, f *factory.Factory) {
 	root.AddCommand(cmds...)
 }
 
+// GenerateCompletion writes the completion script for shell, as
+// `jetctl completion SHELL` does, for the checked-in completions/.
+func GenerateCompletion(shell string, w io.Writer) error {
+	ios := &factory.IOStreams{In: strings.NewReader(""), Out: w, ErrOut: io.Discard}
+	f := factory.New(ios)
+	f.Getenv = func(string) string { return "" }
+	return completion.Generate(NewRoot(f), shell, w)
+}
+
 // Main runs jetctl with the process's arguments and returns its exit code.
 func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -178,9 +187,6 @@ func Main() int {
 	err := run(ctx, os.Args[1:], ios, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 	if msg := exitcode.Message(err); msg != "" {
 		fmt.Fprintf(ios.ErrOut, "jetctl: %s\n", msg)
-	}
-	if err == nil && ctx.Err() != nil {
-		return exitcode.Interrupted
 	}
 	return exitcode.Of(err)
 }

@@ -12,6 +12,14 @@ import (
 // Shells lists the shells jetctl writes completion scripts for.
 var Shells = []string{"bash", "zsh", "fish", "powershell"}
 
+// FileName is the name of shell's script under completions/.
+func FileName(shell string) string {
+	if shell == "powershell" {
+		return "jetctl.ps1"
+	}
+	return "jetctl." + shell
+}
+
 // Generate writes root's completion script for shell to w.
 func Generate(root *cobra.Command, shell string, w io.Writer) error {
 	switch shell {

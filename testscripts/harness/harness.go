@@ -125,10 +125,10 @@ func cluster(ts *testscript.TestScript) *embedded.Cluster {
 	return ts.Value(clusterKey{}).(*embedded.Cluster)
 }
 
-// jsFor connects to the script's server; the connection closes when the
-// script ends.
+// jsFor connects to $NATS_URL (the script's server unless the script points
+// it elsewhere); the connection closes when the script ends.
 func jsFor(ts *testscript.TestScript) (*nats.Conn, jetstream.JetStream) {
-	nc, err := nats.Connect(cluster(ts).ServerURLs(), nats.Timeout(5*time.Second))
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"), nats.Timeout(5*time.Second))
 	ts.Check(err)
 	ts.Defer(nc.Close)
 	js, err := jetstream.New(nc)
