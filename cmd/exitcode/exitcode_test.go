@@ -1,0 +1,43 @@
+package exitcode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/natsconn"
+)
+
+func TestOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, OK},
+		{errors.New("boom"), Failure},
+		{UsageErrorf("bad"), Usage},
+		{fmt.Errorf("stream %q: %w", "X", jetstream.ErrStreamNotFound), NotFound},
+		{fmt.Errorf("bucket: %w", jetstream.ErrBucketNotFound), NotFound},
+		{fmt.Errorf("%w: x", natsconn.ErrContext), Usage},
+		{Silent(Partial), Partial},
+		{fmt.Errorf("run: %w", context.Canceled), Interrupted},
+		{&PluginExit{Code: 42}, 42},
+	}
+	for _, tt := range tests {
+		if got := Of(tt.err); got != tt.want {
+			t.Errorf("Of(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestMessageIsOneLine(t *testing.T) {
+	if got := Message(errors.New("nats: first\nsecond")); got != "first" {
+		t.Errorf("Message = %q", got)
+	}
+	if got := Message(Silent(Partial)); got != "" {
+		t.Errorf("Message(Silent) = %q", got)
+	}
+}

@@ -1,0 +1,85 @@
+package output
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+)
+
+type item struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+	Big   uint64 `json:"big"`
+}
+
+var items = []item{{"b", 2, 1 << 62}, {"a", 1, 3}}
+
+func table() []Table {
+	t := Table{Header: []string{"name", "count"}}
+	for _, it := range items {
+		t.Row(it.Name, it.Count)
+	}
+	return []Table{t}
+}
+
+func render(t *testing.T, o Options, def string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	p, err := NewPrinter(o, &buf, false, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Print(items, table); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestFormats(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"table", Options{}, "NAME  COUNT\nb     2\na     1\n"},
+		{"json keeps field order", Options{Format: "json"}, "[\n  {\n    \"name\": \"b\",\n    \"count\": 2,\n    \"big\": 4611686018427387904\n  },\n  {\n    \"name\": \"a\",\n    \"count\": 1,\n    \"big\": 3\n  }\n]\n"},
+		{"jsonl: one line an item", Options{Format: "jsonl"}, "{\"name\":\"b\",\"count\":2,\"big\":4611686018427387904}\n{\"name\":\"a\",\"count\":1,\"big\":3}\n"},
+		{"yaml keeps field order", Options{Format: "yaml"}, "- name: b\n  count: 2\n  big: 4611686018427387904\n- name: a\n  count: 1\n  big: 3\n"},
+		{"jq strings print raw", Options{JQ: ".[].name"}, "b\na\n"},
+		{"jq keeps big integers exact", Options{JQ: ".[0].big"}, "4611686018427387904\n"},
+		{"jq objects as JSON", Options{JQ: ".[1] | {name}", Format: "jsonl"}, "{\"name\":\"a\"}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := render(t, tt.o, "table"); got != tt.want {
+				t.Errorf("got\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBadInputIsUsageError(t *testing.T) {
+	for _, o := range []Options{{Format: "xml"}, {JQ: ".["}, {JQ: "$undefined"}} {
+		_, err := NewPrinter(o, &bytes.Buffer{}, false, "table")
+		if exitcode.Of(err) != exitcode.Usage {
+			t.Errorf("NewPrinter(%+v) = %v, want a usage error", o, err)
+		}
+	}
+}
+
+func TestItemAppliesJQToEach(t *testing.T) {
+	var buf bytes.Buffer
+	p, err := NewPrinter(Options{JQ: "select(.count > 1) | .name"}, &buf, false, "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if err := p.Item(it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := buf.String(); got != "b\n" {
+		t.Errorf("got %q", got)
+	}
+}
