@@ -120,12 +120,16 @@ func (f *Factory) NATS(ctx context.Context) (*nats.Conn, error) {
 		return nil, err
 	}
 	f.nc = nc
-	f.closers = append(f.closers, nc.Close)
-	if f.Trace {
-		if err := traceAPI(nc, f.Logger()); err != nil {
-			return nil, err
-		}
+	if !f.Trace {
+		f.closers = append(f.closers, nc.Close)
+		return nc, nil
 	}
+	if err := traceAPI(nc, f.Logger()); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	// Drain so that the trace of the last reply is printed before exit.
+	f.closers = append(f.closers, func() { drain(nc) })
 	return nc, nil
 }
 
@@ -181,6 +185,20 @@ func (f *Factory) Close() {
 	}
 	f.closers = nil
 	f.nc, f.js = nil, nil
+}
+
+func drain(nc *nats.Conn) {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return
+	}
+	select {
+	case <-closed:
+	case <-time.After(time.Second):
+		nc.Close()
+	}
 }
 
 // traceAPI logs JetStream API requests this connection sends and the replies

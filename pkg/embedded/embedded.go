@@ -33,6 +33,9 @@ type Config struct {
 	Nodes int
 	// Log, when true, writes the servers' logs to stderr.
 	Log bool
+	// NoJetStream starts plain NATS servers, e.g. to test how a command
+	// reports an account without JetStream.
+	NoJetStream bool
 	// ReadyTimeout bounds the wait for connections and a JetStream meta
 	// leader; zero means 30s.
 	ReadyTimeout time.Duration
@@ -89,7 +92,7 @@ func Start(cfg Config) (*Cluster, error) {
 			ServerName: fmt.Sprintf("jetctl-%d", i+1),
 			Host:       cfg.Host,
 			Port:       server.RANDOM_PORT,
-			JetStream:  true,
+			JetStream:  !cfg.NoJetStream,
 			StoreDir:   c.cfg.StoreDir,
 			NoSigs:     true,
 			NoLog:      !cfg.Log,
@@ -160,6 +163,9 @@ func (c *Cluster) WaitReady(timeout time.Duration) error {
 func (c *Cluster) ready() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.cfg.NoJetStream {
+		return true
+	}
 	if len(c.nodes) == 1 {
 		return c.nodes[0].srv != nil && c.nodes[0].srv.JetStreamEnabled()
 	}

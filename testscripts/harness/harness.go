@@ -67,7 +67,20 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"bgserver":        cmdBGServer,
 		"exits":           cmdExits,
 		"silent-listener": cmdSilentListener,
+		"plain-server":    cmdPlainServer,
 	}
+}
+
+// plain-server VAR starts a NATS server without JetStream and sets VAR to
+// its URL; it stops when the script ends.
+func cmdPlainServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: plain-server VAR")
+	}
+	c, err := embedded.Start(embedded.Config{StoreDir: filepath.Join(ts.Getenv("WORK"), ".plain"), NoJetStream: true})
+	ts.Check(err)
+	ts.Defer(c.Shutdown)
+	ts.Setenv(args[0], c.URL())
 }
 
 // silent-listener VAR listens on a loopback port that accepts connections
