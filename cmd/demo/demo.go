@@ -110,10 +110,23 @@ func (env *Env) runStep(ctx context.Context, s Step) error {
 		fmt.Fprintf(env.out, "      %s\n", result)
 	}
 	if len(s.Args) > 0 {
-		fmt.Fprintf(env.out, "$ jetctl %s\n", strings.Join(s.Args, " "))
+		fmt.Fprintf(env.out, "$ jetctl %s\n", shellJoin(s.Args))
 		if err := env.run(ctx, env.URL, s.Args, env.out); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// shellJoin quotes arguments the way a user would type them.
+func shellJoin(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,@") == "" {
+			quoted[i] = a
+			continue
+		}
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(quoted, " ")
 }

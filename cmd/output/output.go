@@ -195,11 +195,11 @@ func (p *Printer) encode(v any) error {
 }
 
 func (p *Printer) renderTable(t Table) error {
-	header := t.Header
-	if p.Color {
-		header = make([]string, len(t.Header))
-		for i, h := range t.Header {
-			header[i] = "\x1b[1m" + strings.ToUpper(h) + "\x1b[0m"
+	header := make([]string, len(t.Header))
+	for i, h := range t.Header {
+		header[i] = strings.ToUpper(h)
+		if p.Color {
+			header[i] = "\x1b[1m" + header[i] + "\x1b[0m"
 		}
 	}
 	var buf bytes.Buffer
@@ -213,6 +213,7 @@ func (p *Printer) renderTable(t Table) error {
 			},
 		})),
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 		tablewriter.WithHeaderAutoWrap(tw.WrapNone),

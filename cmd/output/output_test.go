@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -81,5 +82,23 @@ func TestItemAppliesJQToEach(t *testing.T) {
 	}
 	if got := buf.String(); got != "b\n" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestColorOnlyInHeaderAndAligned(t *testing.T) {
+	var buf bytes.Buffer
+	p, err := NewPrinter(Options{}, &buf, true, "table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Print(items, table); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	if !strings.HasPrefix(lines[0], "\x1b[1mNAME\x1b[0m") {
+		t.Errorf("header not bold: %q", lines[0])
+	}
+	if lines[1] != "b     2" || lines[2] != "a     1" {
+		t.Errorf("rows carry colour or lost alignment: %q", lines[1:])
 	}
 }
