@@ -11,10 +11,10 @@ import (
 
 func TestRedactURL(t *testing.T) {
 	tests := map[string]string{
-		"nats://127.0.0.1:4222":                          "nats://127.0.0.1:4222",
-		"nats://user:secret@host:4222":                   "nats://user:xxxxx@host:4222",
-		"nats://s3cr3t-token@host:4222":                  "nats://xxxxx@host:4222",
-		"nats://a:b@h1:4222, nats://h2:4222":             "nats://a:xxxxx@h1:4222,nats://h2:4222",
+		"nats://127.0.0.1:4222":                         "nats://127.0.0.1:4222",
+		"nats://user:secret@host:4222":                  "nats://user:xxxxx@host:4222",
+		"nats://s3cr3t-token@host:4222":                 "nats://xxxxx@host:4222",
+		"nats://a:b@h1:4222, nats://h2:4222":            "nats://a:xxxxx@h1:4222,nats://h2:4222",
 		"tls://user:p%40ss@example.com:4443,nats://h:1": "tls://user:xxxxx@example.com:4443,nats://h:1",
 	}
 	for in, want := range tests {
