@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -14,9 +13,12 @@ import (
 func Steps() []Step {
 	return []Step{
 		{
-			// plan/apply will declare this from examples/ once it lands.
-			Title: "Create the ORDERS stream and the config bucket",
-			Do:    createOrders,
+			Title: "Create the ORDERS stream, its consumers and the config bucket from examples/orders.yaml",
+			Args:  []string{"apply", "-f", "examples/orders.yaml", "--yes"},
+		},
+		{
+			Title: "Plan again: the server matches the file, nothing to change",
+			Args:  []string{"plan", "-f", "examples/orders.yaml", "--detailed-exitcode"},
 		},
 		{
 			Title: "An outbox relay publishes 200 order events",
@@ -31,23 +33,6 @@ func Steps() []Step {
 			Args:  []string{"status", "--jq", `.streams[] | {name, messages}`},
 		},
 	}
-}
-
-func createOrders(ctx context.Context, env *Env) (string, error) {
-	_, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{
-		Name:     "ORDERS",
-		Subjects: []string{"orders.>"},
-		Storage:  jetstream.FileStorage,
-		MaxAge:   7 * 24 * time.Hour,
-	})
-	if err != nil {
-		return "", err
-	}
-	_, err = env.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "config", History: 10})
-	if err != nil {
-		return "", err
-	}
-	return "stream ORDERS on orders.>, KV bucket config", nil
 }
 
 // Order is the event the demo's outbox relay publishes.

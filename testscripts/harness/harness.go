@@ -7,6 +7,7 @@ package harness
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -62,13 +63,49 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"stream-add":      cmdStreamAdd,
 		"stream-count":    cmdStreamCount,
 		"kv-put":          cmdKVPut,
+		"kv-bucket":       cmdKVBucket,
+		"kv-op":           cmdKVOp,
 		"nats-req":        cmdNATSReq,
 		"server":          cmdServer,
 		"bgserver":        cmdBGServer,
 		"exits":           cmdExits,
 		"silent-listener": cmdSilentListener,
 		"plain-server":    cmdPlainServer,
+		"stream-edit":     cmdStreamEdit,
+		"now":             cmdNow,
+		"sleep":           cmdSleep,
+		"second-js":       cmdSecondJS,
 	}
+}
+
+// sleep DURATION waits, e.g. to separate message timestamps.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
+}
+
+// now VAR sets VAR to the current time, RFC 3339 with nanoseconds, UTC.
+func cmdNow(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: now VAR")
+	}
+	ts.Setenv(args[0], time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// second-js VAR starts another JetStream server (its store under $WORK)
+// and sets VAR to its URL; it stops when the script ends.
+func cmdSecondJS(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: second-js VAR")
+	}
+	c, err := embedded.Start(embedded.Config{StoreDir: filepath.Join(ts.Getenv("WORK"), ".second-"+args[0])})
+	ts.Check(err)
+	ts.Defer(c.Shutdown)
+	ts.Setenv(args[0], c.URL())
 }
 
 // plain-server VAR starts a NATS server without JetStream and sets VAR to
@@ -153,22 +190,28 @@ func ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
-// pub [-n N] [-H Name:Value]... SUBJECT [PAYLOAD]
+// pub [-n N] [-H Name:Value]... [-x HEX] SUBJECT [PAYLOAD]
 //
 // Publishes N (default 1) messages through JetStream and waits for every
-// acknowledgement. {i} in the payload becomes the message's number, from 1.
+// acknowledgement. {i} in the payload becomes the message's number, from 1;
+// -x gives a binary payload in hex instead.
 func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! pub")
 	}
 	n := 1
 	hdr := nats.Header{}
+	var hexPayload []byte
 	for len(args) > 1 && strings.HasPrefix(args[0], "-") {
 		switch args[0] {
 		case "-n":
 			v, err := strconv.Atoi(args[1])
 			ts.Check(err)
 			n = v
+		case "-x":
+			raw, err := hex.DecodeString(args[1])
+			ts.Check(err)
+			hexPayload = raw
 		case "-H":
 			k, v, ok := strings.Cut(args[1], ":")
 			if !ok {
@@ -192,7 +235,11 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	var futures []jetstream.PubAckFuture
 	for i := 1; i <= n; i++ {
-		msg := &nats.Msg{Subject: args[0], Header: hdr, Data: []byte(strings.ReplaceAll(payload, "{i}", strconv.Itoa(i)))}
+		data := []byte(strings.ReplaceAll(payload, "{i}", strconv.Itoa(i)))
+		if hexPayload != nil {
+			data = hexPayload
+		}
+		msg := &nats.Msg{Subject: args[0], Header: hdr, Data: data}
 		f, err := js.PublishMsgAsync(msg)
 		ts.Check(err)
 		futures = append(futures, f)
@@ -212,7 +259,7 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // stream-add [--retention limits|interest|workqueue] [--replicas N]
-// [--storage file|memory] NAME SUBJECT...
+// [--storage file|memory] [--allow-direct true] NAME SUBJECT...
 func cmdStreamAdd(ts *testscript.TestScript, neg bool, args []string) {
 	cfg := jetstream.StreamConfig{Storage: jetstream.FileStorage, Replicas: 1}
 	for len(args) > 1 && strings.HasPrefix(args[0], "--") {
@@ -225,6 +272,10 @@ func cmdStreamAdd(ts *testscript.TestScript, neg bool, args []string) {
 			cfg.Replicas = v
 		case "--storage":
 			ts.Check(cfg.Storage.UnmarshalJSON([]byte(strconv.Quote(args[1]))))
+		case "--allow-direct":
+			v, err := strconv.ParseBool(args[1])
+			ts.Check(err)
+			cfg.AllowDirect = v
 		default:
 			ts.Fatalf("stream-add: unknown flag %s", args[0])
 		}
@@ -276,6 +327,71 @@ func cmdKVPut(ts *testscript.TestScript, neg bool, args []string) {
 	kv, err := js.CreateOrUpdateKeyValue(c, jetstream.KeyValueConfig{Bucket: args[0], History: 10})
 	ts.Check(err)
 	_, err = kv.PutString(c, args[1], args[2])
+	ts.Check(err)
+}
+
+// kvServerFlag takes a leading "-s URL" off args: the server to use
+// instead of the script's own.
+func kvServerFlag(ts *testscript.TestScript, args []string) (jetstream.JetStream, []string) {
+	if len(args) >= 2 && args[0] == "-s" {
+		nc, err := nats.Connect(args[1], nats.Timeout(5*time.Second))
+		ts.Check(err)
+		ts.Defer(nc.Close)
+		js, err := jetstream.New(nc)
+		ts.Check(err)
+		return js, args[2:]
+	}
+	_, js := jsFor(ts)
+	return js, args
+}
+
+// kv-bucket [-s URL] BUCKET HISTORY creates a bucket that keeps HISTORY
+// revisions per key.
+func cmdKVBucket(ts *testscript.TestScript, neg bool, args []string) {
+	js, args := kvServerFlag(ts, args)
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: kv-bucket [-s URL] BUCKET HISTORY")
+	}
+	history, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	c, cancel := ctx()
+	defer cancel()
+	_, err = js.CreateKeyValue(c, jetstream.KeyValueConfig{Bucket: args[0], History: uint8(history)})
+	ts.Check(err)
+}
+
+// kv-op [-s URL] put BUCKET KEY VALUE|-x HEX|-f FILE, kv-op [-s URL]
+// del|purge BUCKET KEY: writes to a bucket; put creates a missing bucket
+// with history 10 and leaves an existing one as it is.
+func cmdKVOp(ts *testscript.TestScript, neg bool, args []string) {
+	js, args := kvServerFlag(ts, args)
+	usage := "usage: kv-op [-s URL] put BUCKET KEY VALUE|-x HEX|-f FILE | kv-op [-s URL] del|purge BUCKET KEY"
+	if neg || len(args) < 3 {
+		ts.Fatalf("%s", usage)
+	}
+	c, cancel := ctx()
+	defer cancel()
+	kv, err := js.KeyValue(c, args[1])
+	if errors.Is(err, jetstream.ErrBucketNotFound) && args[0] == "put" {
+		kv, err = js.CreateKeyValue(c, jetstream.KeyValueConfig{Bucket: args[1], History: 10})
+	}
+	ts.Check(err)
+	switch {
+	case args[0] == "put" && len(args) == 4:
+		_, err = kv.Put(c, args[2], []byte(args[3]))
+	case args[0] == "put" && len(args) == 5 && args[3] == "-x":
+		value, herr := hex.DecodeString(args[4])
+		ts.Check(herr)
+		_, err = kv.Put(c, args[2], value)
+	case args[0] == "put" && len(args) == 5 && args[3] == "-f":
+		_, err = kv.Put(c, args[2], []byte(ts.ReadFile(args[4])))
+	case args[0] == "del" && len(args) == 3:
+		err = kv.Delete(c, args[2])
+	case args[0] == "purge" && len(args) == 3:
+		err = kv.Purge(c, args[2])
+	default:
+		ts.Fatalf("%s", usage)
+	}
 	ts.Check(err)
 }
 

@@ -1,0 +1,238 @@
+package plan
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	pkgplan "github.com/jetctl/jetctl/pkg/plan"
+)
+
+// applyOptions are `jetctl apply`'s flags.
+type applyOptions struct {
+	fileOptions
+	AllowDestroy bool
+	Yes          bool
+	AutoApprove  bool
+	PlanFile     string
+	DryRun       bool
+}
+
+// applyOutput is apply's JSON output.
+type applyOutput struct {
+	Plan   *pkgplan.Plan        `json:"plan"`
+	Result *pkgplan.ApplyResult `json:"result"`
+}
+
+// NewCmdApply returns `jetctl apply`.
+func NewCmdApply(f *factory.Factory) *cobra.Command {
+	o := &applyOptions{}
+	c := &cobra.Command{
+		Use:   "apply -f FILE|DIR",
+		Short: "make the server match plan files",
+		Long: `Compute the plan (see "jetctl plan"), print it, and make it so: streams,
+buckets and object stores first (origins before the mirrors and sources that
+read them), then consumers, with the explicit create or update action;
+deletions go first, consumers before their streams. Everything is read back
+afterwards: a field that does not match the files is an error.
+
+Safety:
+  --allow-destroy   needed for anything that loses data: a replace (delete
+                    and create again), a delete (--prune), or an in-place
+                    change that removes messages. Without it apply exits 9
+                    and changes nothing.
+  --yes             apply without asking (--auto-approve is the same). In a
+                    terminal apply asks for confirmation; elsewhere it
+                    refuses to change anything without --yes (exit 2).
+  --prune           delete resources jetctl created (metadata
+                    io.jetctl.managed: "true") that the files no longer
+                    declare. Resources jetctl did not create are listed as
+                    ignored and never touched.
+  --plan-file F     apply a plan saved with "jetctl plan -o json > F", only
+                    if the server still matches what it was computed
+                    against (exit 1 otherwise, naming what changed).
+  --dry-run         print the plan and stop: the same as "jetctl plan".
+
+A failure midway stops apply: it prints what was done and what was not and
+exits 4. Running it again converges.`,
+		Example: `  jetctl apply -f examples/orders.yaml --yes
+  jetctl apply -f plans/ --prune --allow-destroy --yes
+  jetctl plan -f plans/ -o json > plan.json && jetctl apply --plan-file plan.json --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runApply(cmd.Context(), f, o)
+		},
+	}
+	o.bind(c.Flags())
+	fl := c.Flags()
+	fl.BoolVar(&o.AllowDestroy, "allow-destroy", false, "allow replacing and deleting resources, and changes that lose messages")
+	fl.BoolVarP(&o.Yes, "yes", "y", false, "apply without asking for confirmation")
+	fl.BoolVar(&o.AutoApprove, "auto-approve", false, "the same as --yes")
+	fl.StringVar(&o.PlanFile, "plan-file", "", "apply a plan saved with plan -o json, if the server still matches it")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing (the same as jetctl plan)")
+	return c
+}
+
+func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	var saved *pkgplan.Plan
+	var desired *pkgplan.Desired
+	switch {
+	case o.PlanFile != "" && len(o.Files) > 0:
+		return exitcode.UsageErrorf("give either -f or --plan-file, not both")
+	case o.PlanFile != "":
+		if o.Prune {
+			return exitcode.UsageErrorf("--prune comes from the saved plan: it cannot be given with --plan-file")
+		}
+		if saved, err = readPlanFile(o.PlanFile); err != nil {
+			return err
+		}
+		if desired, err = pkgplan.DesiredFromPlan(saved); err != nil {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		o.Prune = saved.Prune
+	default:
+		if desired, err = o.load(f); err != nil {
+			return err
+		}
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune})
+	if err != nil {
+		return err
+	}
+	if saved != nil {
+		if err := pkgplan.CheckStale(saved, pl); err != nil {
+			return err
+		}
+	}
+	text := textOutput(f, p.Format)
+	if text {
+		printPlan(f.IO.Out, pl)
+	}
+	if !pl.Changed() || o.DryRun {
+		if text {
+			return nil
+		}
+		return p.Print(applyOutput{Plan: pl, Result: &pkgplan.ApplyResult{Done: []pkgplan.Step{}, NotDone: []pkgplan.Step{}}}, nil)
+	}
+	if pl.Summary.Destructive && !o.AllowDestroy {
+		return exitcode.Newf(exitcode.Destructive, "refusing to %s without --allow-destroy; nothing was changed", destructiveSummary(pl))
+	}
+	if !o.Yes && !o.AutoApprove {
+		if !f.IO.CanPrompt() {
+			return exitcode.UsageErrorf("apply changes the server: pass --yes (or --auto-approve) when not running in a terminal; nothing was changed")
+		}
+		if !confirm(f) {
+			return exitcode.UsageErrorf("apply cancelled; nothing was changed")
+		}
+	}
+	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{OnStep: func(st pkgplan.Step) {
+		if st.Error != "" {
+			fmt.Fprintf(f.IO.ErrOut, "%s: %s failed: %s\n", st.Resource, st.Op, st.Error)
+			return
+		}
+		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", st.Resource, pastTense[st.Op])
+	}})
+	var partial *pkgplan.PartialError
+	if errors.As(err, &partial) {
+		reportPartial(f, partial.Result)
+		if !text {
+			_ = p.Print(applyOutput{Plan: pl, Result: res}, nil)
+		}
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return exitcode.Newf(exitcode.Partial, "apply stopped at %s: %s; run apply again to finish", partial.Result.Failed.Resource, partial.Result.Failed.Error)
+	}
+	var verr *pkgplan.VerifyError
+	if errors.As(err, &verr) {
+		for _, m := range verr.Mismatches {
+			fmt.Fprintf(f.IO.ErrOut, "mismatch: %s\n", m)
+		}
+		return exitcode.New(exitcode.Failure, err)
+	}
+	if err != nil {
+		return err
+	}
+	if !text {
+		return p.Print(applyOutput{Plan: pl, Result: res}, nil)
+	}
+	s := pl.Summary
+	fmt.Fprintf(f.IO.Out, "\nApply complete: %d added, %d changed, %d replaced, %d destroyed.\n", s.Add, s.Change, s.Replace, s.Destroy)
+	return nil
+}
+
+var pastTense = map[pkgplan.Action]string{
+	pkgplan.ActionCreate: "created",
+	pkgplan.ActionUpdate: "updated",
+	pkgplan.ActionDelete: "deleted",
+}
+
+func destructiveSummary(pl *pkgplan.Plan) string {
+	var parts []string
+	for _, r := range pl.Resources {
+		if !r.Destructive {
+			continue
+		}
+		switch r.Action {
+		case pkgplan.ActionReplace:
+			parts = append(parts, "replace "+r.Label())
+		case pkgplan.ActionDelete:
+			parts = append(parts, "delete "+r.Label())
+		default:
+			parts = append(parts, "lose messages of "+r.Label())
+		}
+	}
+	if len(parts) > 3 {
+		parts = append(parts[:3], fmt.Sprintf("%d more", len(parts)-3))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func confirm(f *factory.Factory) bool {
+	fmt.Fprint(f.IO.Out, "\nApply these changes? Only 'yes' is accepted: ")
+	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+	return strings.TrimSpace(line) == "yes"
+}
+
+func reportPartial(f *factory.Factory, res *pkgplan.ApplyResult) {
+	w := f.IO.ErrOut
+	fmt.Fprintf(w, "apply stopped: %d done, 1 failed, %d not done\n", len(res.Done), len(res.NotDone))
+	for _, st := range res.Done {
+		fmt.Fprintf(w, "  done:     %s %s\n", st.Op, st.Resource)
+	}
+	fmt.Fprintf(w, "  failed:   %s %s: %s\n", res.Failed.Op, res.Failed.Resource, res.Failed.Error)
+	for _, st := range res.NotDone {
+		fmt.Fprintf(w, "  not done: %s %s\n", st.Op, st.Resource)
+	}
+}
+
+func readPlanFile(name string) (*pkgplan.Plan, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, exitcode.UsageErrorf("--plan-file %s: %v", name, unwrap(err))
+	}
+	var p pkgplan.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, exitcode.UsageErrorf("--plan-file %s: not a plan saved with jetctl plan -o json: %v", name, err)
+	}
+	if p.FormatVersion != pkgplan.FormatVersion {
+		return nil, exitcode.UsageErrorf("--plan-file %s: plan format version %d, this jetctl reads version %d", name, p.FormatVersion, pkgplan.FormatVersion)
+	}
+	return &p, nil
+}

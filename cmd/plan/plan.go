@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	pkgplan "github.com/jetctl/jetctl/pkg/plan"
+)
+
+// planOptions are `jetctl plan`'s flags.
+type planOptions struct {
+	fileOptions
+	DetailedExitCode bool
+}
+
+// NewCmdPlan returns `jetctl plan`.
+func NewCmdPlan(f *factory.Factory) *cobra.Command {
+	o := &planOptions{}
+	c := &cobra.Command{
+		Use:   "plan -f FILE|DIR",
+		Short: "show what apply would change to make the server match plan files",
+		Long: `Compare the streams, consumers, KV buckets and object stores that plan files
+declare with the server, and show what "jetctl apply" would do:
+
+  +    create
+  ~    update in place
+  -/+  replace: delete and create again (the data is lost)
+  -    delete (only with --prune, and only what jetctl created)
+
+Each changed field shows its old and new value; "# forces replacement" marks
+the field that cannot change in place, "# destructive" an in-place change
+that loses messages (lowering limits, retention changes), with the number
+of messages it removes. Changes made on the server outside jetctl since the
+last apply are listed as drift.
+
+Server defaults and the server's own _nats.* metadata are normalised away,
+so a plan right after apply shows no changes. Planning only reads.
+
+-o json prints the versioned machine plan, which "jetctl apply --plan-file"
+applies as long as the server still matches it.
+
+--detailed-exitcode: exit 0 when in sync, 8 when changes are pending, 9 when
+destructive changes (replace, delete, data loss) are pending.`,
+		Example: `  jetctl plan -f examples/orders.yaml
+  jetctl plan -f plans/ --var ENV=prod --detailed-exitcode
+  jetctl plan -f plans/ --prune -o json > plan.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := f.Printer("table")
+			if err != nil {
+				return err
+			}
+			desired, err := o.load(f)
+			if err != nil {
+				return err
+			}
+			js, err := f.JetStream(cmd.Context())
+			if err != nil {
+				return err
+			}
+			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune})
+			if err != nil {
+				return err
+			}
+			if textOutput(f, p.Format) {
+				printPlan(f.IO.Out, pl)
+			} else if err := p.Print(pl, nil); err != nil {
+				return err
+			}
+			return planExit(pl, o.DetailedExitCode)
+		},
+	}
+	o.bind(c.Flags())
+	c.Flags().BoolVar(&o.DetailedExitCode, "detailed-exitcode", false, "exit 0 in sync, 8 changes pending, 9 destructive changes pending")
+	return c
+}
+
+func planExit(pl *pkgplan.Plan, detailed bool) error {
+	if !detailed || !pl.Changed() {
+		return nil
+	}
+	if pl.Summary.Destructive {
+		return exitcode.Silent(exitcode.Destructive)
+	}
+	return exitcode.Silent(exitcode.Changes)
+}

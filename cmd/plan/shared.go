@@ -1,0 +1,270 @@
+// Package plan implements `jetctl plan`, `jetctl apply` and `jetctl
+// export`: declarative streams, consumers, KV buckets and object stores.
+// The work is in pkg/plan; this package parses flags, renders and maps
+// errors to exit codes.
+package plan
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/examples"
+	pkgplan "github.com/jetctl/jetctl/pkg/plan"
+)
+
+// fileOptions are the flags that say which plan files to read.
+type fileOptions struct {
+	Files    []string
+	Vars     []string
+	VarFiles []string
+	Prune    bool
+}
+
+func (o *fileOptions) bind(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&o.Files, "file", "f", nil, "plan file or directory of *.yaml files (repeatable)")
+	fs.StringArrayVar(&o.Vars, "var", nil, "set a variable used as ${NAME} in plan files: NAME=VALUE (repeatable)")
+	fs.StringArrayVar(&o.VarFiles, "var-file", nil, "read variables from a file of NAME=VALUE lines (repeatable)")
+	fs.BoolVar(&o.Prune, "prune", false, "delete resources jetctl created that the files no longer declare")
+}
+
+// load reads and validates the plan files before anything is contacted.
+// Every problem is printed on stderr as file:line:column: message.
+func (o *fileOptions) load(f *factory.Factory) (*pkgplan.Desired, error) {
+	if len(o.Files) == 0 {
+		return nil, exitcode.UsageErrorf("no plan files: give -f FILE or -f DIR")
+	}
+	lookup, err := o.lookup(f)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := readSources(o.Files)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, err)
+	}
+	desired, err := pkgplan.Load(sources, lookup)
+	var verr *pkgplan.ValidationError
+	if errors.As(err, &verr) {
+		for _, p := range verr.Problems {
+			fmt.Fprintln(f.IO.ErrOut, p.String())
+		}
+		noun := "problems"
+		if len(verr.Problems) == 1 {
+			noun = "problem"
+		}
+		return nil, exitcode.Newf(exitcode.Usage, "%d %s in the plan files; nothing was contacted", len(verr.Problems), noun)
+	}
+	return desired, err
+}
+
+// readSources reads the plan files from disk; a path under examples/
+// that is not on disk is read from the examples built into jetctl.
+func readSources(paths []string) ([]pkgplan.Source, error) {
+	var out []pkgplan.Source
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil && strings.HasPrefix(path.Clean(p), "examples/") {
+			name := strings.TrimPrefix(path.Clean(p), "examples/")
+			if data, ferr := fs.ReadFile(examples.FS, name); ferr == nil {
+				out = append(out, pkgplan.Source{Name: p, Data: data})
+				continue
+			}
+		}
+		srcs, err := pkgplan.ReadSources([]string{p})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, srcs...)
+	}
+	return out, nil
+}
+
+// lookup resolves ${NAME}: --var first, then --var-file, then the
+// environment.
+func (o *fileOptions) lookup(f *factory.Factory) (pkgplan.LookupFunc, error) {
+	vars := map[string]string{}
+	for _, file := range o.VarFiles {
+		fileVars, err := readVarFile(file)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range fileVars {
+			vars[k] = v
+		}
+	}
+	for _, kv := range o.Vars {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, exitcode.UsageErrorf("--var %q: use NAME=VALUE", kv)
+		}
+		vars[k] = v
+	}
+	return func(name string) (string, bool) {
+		if v, ok := vars[name]; ok {
+			return v, true
+		}
+		if v := f.Getenv(name); v != "" {
+			return v, true
+		}
+		return "", false
+	}, nil
+}
+
+func readVarFile(name string) (map[string]string, error) {
+	file, err := os.Open(name)
+	if err != nil {
+		return nil, exitcode.UsageErrorf("--var-file %s: %v", name, unwrap(err))
+	}
+	defer file.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(file)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(text, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, exitcode.UsageErrorf("%s:%d: use NAME=VALUE", name, line)
+		}
+		vars[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, exitcode.UsageErrorf("--var-file %s: %v", name, err)
+	}
+	return vars, nil
+}
+
+func unwrap(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// printPlan renders p terraform-style, for people.
+func printPlan(w io.Writer, p *pkgplan.Plan) {
+	if !p.Changed() {
+		fmt.Fprintf(w, "No changes. The server matches the plan files (%d resources).\n", len(p.Resources))
+	} else {
+		fmt.Fprintln(w, "jetctl will perform the following actions:")
+		var prev *pkgplan.ResourcePlan
+		for _, r := range p.Resources {
+			if r.Action == pkgplan.ActionNone {
+				continue
+			}
+			if prev == nil || hasDetails(r) || hasDetails(prev) {
+				fmt.Fprintln(w)
+			}
+			printResource(w, r)
+			prev = r
+		}
+	}
+	var drifted []*pkgplan.ResourcePlan
+	for _, r := range p.Resources {
+		if r.Drift {
+			drifted = append(drifted, r)
+		}
+	}
+	if len(drifted) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Drift: changed on the server outside jetctl since the last apply:")
+		for _, r := range drifted {
+			var paths []string
+			for _, c := range r.Changes {
+				paths = append(paths, c.Path)
+			}
+			fmt.Fprintf(w, "  ! %s %s: differs in %s\n", r.Kind, displayName(r), strings.Join(paths, ", "))
+		}
+	}
+	if len(p.Ignored) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Ignored by --prune (not created by jetctl):")
+		for _, ig := range p.Ignored {
+			name := ig.Name
+			if ig.Stream != "" {
+				name = ig.Stream + "/" + ig.Name
+			}
+			fmt.Fprintf(w, "    %s %s\n", ig.Kind, name)
+		}
+	}
+	if p.Changed() {
+		s := p.Summary
+		fmt.Fprintf(w, "\nPlan: %d to add, %d to change, %d to replace, %d to destroy.\n", s.Add, s.Change, s.Replace, s.Destroy)
+		if s.Destructive {
+			fmt.Fprintln(w, "This plan loses data: apply needs --allow-destroy.")
+		}
+	}
+}
+
+func hasDetails(r *pkgplan.ResourcePlan) bool { return len(r.Changes) > 0 || len(r.Warnings) > 0 }
+
+func displayName(r *pkgplan.ResourcePlan) string {
+	if r.Kind == pkgplan.KindConsumer {
+		return r.Stream + "/" + r.Name
+	}
+	return r.Name
+}
+
+var actionText = map[pkgplan.Action]struct{ symbol, note string }{
+	pkgplan.ActionCreate:  {"  +", "will be created"},
+	pkgplan.ActionUpdate:  {"  ~", "will be updated in place"},
+	pkgplan.ActionReplace: {"-/+", "must be replaced: deleted and created again, losing its data"},
+	pkgplan.ActionDelete:  {"  -", "will be deleted"},
+}
+
+func printResource(w io.Writer, r *pkgplan.ResourcePlan) {
+	a := actionText[r.Action]
+	fmt.Fprintf(w, "%s %s %s %s", a.symbol, r.Kind, displayName(r), a.note)
+	if r.Reason != "" && (r.Action == pkgplan.ActionDelete || r.Action == pkgplan.ActionReplace) {
+		fmt.Fprintf(w, " (%s)", r.Reason)
+	}
+	fmt.Fprintln(w)
+	for _, c := range r.Changes {
+		fmt.Fprintf(w, "      %s\n", changeLine(r, c))
+	}
+	for _, warn := range r.Warnings {
+		if r.Action == pkgplan.ActionUpdate && strings.HasPrefix(warn, "lowering ") {
+			continue // already on its field's line
+		}
+		fmt.Fprintf(w, "      ! %s\n", warn)
+	}
+}
+
+func changeLine(r *pkgplan.ResourcePlan, c pkgplan.FieldChange) string {
+	var line string
+	switch {
+	case c.Before == nil:
+		line = fmt.Sprintf("+ %s: %s", c.Path, pkgplan.DisplayValue(r.Kind, c.Path, c.After))
+	case c.After == nil:
+		line = fmt.Sprintf("- %s: %s", c.Path, pkgplan.DisplayValue(r.Kind, c.Path, c.Before))
+	default:
+		line = fmt.Sprintf("~ %s: %s -> %s", c.Path, pkgplan.DisplayValue(r.Kind, c.Path, c.Before), pkgplan.DisplayValue(r.Kind, c.Path, c.After))
+	}
+	switch {
+	case c.ForcesReplacement:
+		line += "  # forces replacement: " + c.Reason
+	case c.Destructive:
+		line += "  # destructive: " + c.Reason
+	case c.Mutability == pkgplan.OneWay:
+		line += "  # one-way: cannot be turned off again in place"
+	case c.Reason != "":
+		line += "  # " + c.Reason
+	}
+	return line
+}
+
+// textOutput reports whether the plan is shown as text: table format, no
+// --jq.
+func textOutput(f *factory.Factory, format string) bool {
+	return format == "table" && f.Output.JQ == ""
+}

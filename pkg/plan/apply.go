@@ -1,0 +1,413 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Step is one change apply makes to the server.
+type Step struct {
+	// Resource is the resource's label: `stream "ORDERS"`.
+	Resource string `json:"resource"`
+	Op       Action `json:"op"`
+	Error    string `json:"error,omitempty"`
+
+	run func(ctx context.Context) error
+}
+
+// ApplyResult says what apply did.
+type ApplyResult struct {
+	Done    []Step `json:"done"`
+	Failed  *Step  `json:"failed,omitempty"`
+	NotDone []Step `json:"not_done"`
+}
+
+// PartialError is a failure midway: Result lists what was done, what
+// failed and what was not done. Running apply again converges.
+type PartialError struct {
+	Result *ApplyResult
+	Err    error
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("%s: %s failed: %v", e.Result.Failed.Resource, e.Result.Failed.Op, e.Err)
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// VerifyError lists the fields that do not match the files when read
+// back after apply.
+type VerifyError struct {
+	Mismatches []string
+}
+
+func (e *VerifyError) Error() string {
+	msg := "after apply, " + e.Mismatches[0]
+	if len(e.Mismatches) > 1 {
+		msg += fmt.Sprintf(" (and %d more mismatches)", len(e.Mismatches)-1)
+	}
+	return msg
+}
+
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	// OnStep is called after each step, successful or not.
+	OnStep func(Step)
+}
+
+// Apply makes the server match p: deletions first (consumers before their
+// streams, readers before the streams they mirror or source), then stream
+// creates and updates (origins before the streams that read them), then
+// consumers. It stops at the first failure with a *PartialError, and
+// after success reads everything back: a difference is a *VerifyError.
+func Apply(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live, opts ApplyOptions) (*ApplyResult, error) {
+	steps, err := buildSteps(js, p, live)
+	if err != nil {
+		return nil, err
+	}
+	res := &ApplyResult{Done: []Step{}, NotDone: []Step{}}
+	for i, st := range steps {
+		if err := ctx.Err(); err != nil {
+			st.Error = "not started: interrupted"
+			res.NotDone = append(res.NotDone, steps[i:]...)
+			return res, &PartialError{Result: res, Err: err}
+		}
+		if err := st.run(ctx); err != nil {
+			st.Error = strings.TrimPrefix(err.Error(), "nats: ")
+			failed := st
+			res.Failed = &failed
+			res.NotDone = append(res.NotDone, steps[i+1:]...)
+			if opts.OnStep != nil {
+				opts.OnStep(st)
+			}
+			return res, &PartialError{Result: res, Err: err}
+		}
+		res.Done = append(res.Done, st)
+		if opts.OnStep != nil {
+			opts.OnStep(st)
+		}
+	}
+	return res, verify(ctx, js, p)
+}
+
+// verify plans again and reports every field that still differs.
+func verify(ctx context.Context, js jetstream.JetStream, p *Plan) error {
+	desired, err := DesiredFromPlan(p)
+	if err != nil {
+		return err
+	}
+	again, _, err := Make(ctx, js, desired, Options{Prune: p.Prune})
+	if err != nil {
+		return fmt.Errorf("reading back after apply: %w", err)
+	}
+	var mismatches []string
+	for _, rp := range again.Resources {
+		switch rp.Action {
+		case ActionNone:
+		case ActionCreate:
+			mismatches = append(mismatches, rp.Label()+" does not exist")
+		case ActionDelete:
+			mismatches = append(mismatches, rp.Label()+" still exists")
+		default:
+			for _, c := range rp.Changes {
+				mismatches = append(mismatches, fmt.Sprintf("%s: %s is %s on the server, want %s",
+					rp.Label(), c.Path, DisplayValue(rp.Kind, c.Path, c.Before), DisplayValue(rp.Kind, c.Path, c.After)))
+			}
+		}
+	}
+	if len(mismatches) > 0 {
+		return &VerifyError{Mismatches: mismatches}
+	}
+	return nil
+}
+
+// DesiredFromPlan rebuilds the declared resources a plan carries, e.g. a
+// plan saved with plan -o json.
+func DesiredFromPlan(p *Plan) (*Desired, error) {
+	d := &Desired{}
+	for _, rp := range p.Resources {
+		if rp.res != nil {
+			d.Resources = append(d.Resources, rp.res)
+			continue
+		}
+		if rp.Action == ActionDelete {
+			continue
+		}
+		r := &Resource{Kind: rp.Kind, Name: rp.Name, Stream: rp.Stream, FieldPos: map[string]Pos{}}
+		var err error
+		switch rp.Kind {
+		case KindStream:
+			r.StreamConfig = &jetstream.StreamConfig{}
+			err = json.Unmarshal(rp.Config, r.StreamConfig)
+		case KindConsumer:
+			r.ConsumerConfig = &jetstream.ConsumerConfig{}
+			err = json.Unmarshal(rp.Config, r.ConsumerConfig)
+		case KindKV:
+			r.KeyValueConfig = &jetstream.KeyValueConfig{}
+			err = json.Unmarshal(rp.Config, r.KeyValueConfig)
+		case KindObjectStore:
+			r.ObjectStoreConfig = &jetstream.ObjectStoreConfig{}
+			err = json.Unmarshal(rp.Config, r.ObjectStoreConfig)
+		default:
+			return nil, fmt.Errorf("plan file: unknown resource kind %q", rp.Kind)
+		}
+		if err != nil || len(rp.Config) == 0 {
+			return nil, fmt.Errorf("plan file: %s: invalid config", rp.Label())
+		}
+		d.Resources = append(d.Resources, r)
+	}
+	return d, nil
+}
+
+// withMarks adds jetctl's metadata to a declared config's metadata.
+func withMarks(md map[string]string, managed bool, hash string) map[string]string {
+	out := map[string]string{}
+	for k, v := range md {
+		out[k] = v
+	}
+	if managed {
+		out[ManagedKey] = "true"
+	}
+	out[AppliedKey] = hash
+	return out
+}
+
+func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
+	desired, err := DesiredFromPlan(p)
+	if err != nil {
+		return nil, err
+	}
+	streamCfg := func(stream string) *jetstream.StreamConfig {
+		if r := desired.find(KindStream, "", stream); r != nil {
+			return r.StreamConfig
+		}
+		if si := live.Streams[stream]; si != nil {
+			return &si.Config
+		}
+		return nil
+	}
+	byStream := map[string]*ResourcePlan{}
+	var streamLevel, consumers []*ResourcePlan
+	for _, rp := range p.Resources {
+		if rp.Kind == KindConsumer {
+			consumers = append(consumers, rp)
+			continue
+		}
+		byStream[streamNameOf(rp.Kind, "", rp.Name)] = rp
+		streamLevel = append(streamLevel, rp)
+	}
+	resourceOf := func(rp *ResourcePlan) *Resource {
+		return desired.find(rp.Kind, rp.Stream, rp.Name)
+	}
+
+	var steps []Step
+	// 1. Consumers go first: pruned ones, and the old half of a replace
+	// whose stream stays.
+	for _, rp := range consumers {
+		parent := byStream[rp.Stream]
+		streamGoes := parent != nil && (parent.Action == ActionReplace || parent.Action == ActionDelete)
+		if (rp.Action == ActionDelete || rp.Action == ActionReplace) && !streamGoes {
+			steps = append(steps, deleteStep(js, rp))
+		}
+	}
+	// 2. Streams, buckets and object stores that go, readers first.
+	var going []*ResourcePlan
+	for _, rp := range streamLevel {
+		if rp.Action == ActionDelete || rp.Action == ActionReplace {
+			going = append(going, rp)
+		}
+	}
+	liveDeps := func(rp *ResourcePlan) []string {
+		if si := live.Streams[streamNameOf(rp.Kind, "", rp.Name)]; si != nil {
+			return streamDeps(&si.Config)
+		}
+		return nil
+	}
+	ordered := topoOrder(going, liveDeps)
+	for i := len(ordered) - 1; i >= 0; i-- {
+		steps = append(steps, deleteStep(js, ordered[i]))
+	}
+	// 3. Streams, buckets and object stores that are created or updated,
+	// origins first.
+	var coming []*ResourcePlan
+	for _, rp := range streamLevel {
+		if rp.Action == ActionCreate || rp.Action == ActionUpdate || rp.Action == ActionReplace {
+			coming = append(coming, rp)
+		}
+	}
+	declaredDeps := func(rp *ResourcePlan) []string {
+		r := resourceOf(rp)
+		switch {
+		case r == nil:
+			return nil
+		case r.StreamConfig != nil:
+			return streamDeps(r.StreamConfig)
+		case r.KeyValueConfig != nil:
+			var deps []string
+			if m := r.KeyValueConfig.Mirror; m != nil {
+				deps = append(deps, "KV_"+strings.TrimPrefix(m.Name, "KV_"))
+			}
+			for _, s := range r.KeyValueConfig.Sources {
+				deps = append(deps, "KV_"+strings.TrimPrefix(s.Name, "KV_"))
+			}
+			return deps
+		}
+		return nil
+	}
+	for _, rp := range topoOrder(coming, declaredDeps) {
+		r := resourceOf(rp)
+		if r == nil {
+			return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
+		}
+		steps = append(steps, putStep(js, rp, r, live, nil))
+	}
+	// 4. Consumers, created or updated with the explicit action.
+	for _, rp := range consumers {
+		if rp.Action == ActionCreate || rp.Action == ActionUpdate || rp.Action == ActionReplace {
+			r := resourceOf(rp)
+			if r == nil {
+				return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
+			}
+			steps = append(steps, putStep(js, rp, r, live, streamCfg(rp.Stream)))
+		}
+	}
+	return steps, nil
+}
+
+func streamDeps(c *jetstream.StreamConfig) []string {
+	var deps []string
+	if c.Mirror != nil && c.Mirror.External == nil {
+		deps = append(deps, c.Mirror.Name)
+	}
+	for _, s := range c.Sources {
+		if s != nil && s.External == nil {
+			deps = append(deps, s.Name)
+		}
+	}
+	return deps
+}
+
+// topoOrder orders resources so that each comes after the streams it
+// depends on (within the set), keeping the plan's order otherwise.
+func topoOrder(rps []*ResourcePlan, deps func(*ResourcePlan) []string) []*ResourcePlan {
+	index := map[string]*ResourcePlan{}
+	for _, rp := range rps {
+		index[streamNameOf(rp.Kind, "", rp.Name)] = rp
+	}
+	done := map[*ResourcePlan]bool{}
+	visiting := map[*ResourcePlan]bool{}
+	var out []*ResourcePlan
+	var visit func(rp *ResourcePlan)
+	visit = func(rp *ResourcePlan) {
+		if done[rp] || visiting[rp] {
+			return
+		}
+		visiting[rp] = true
+		d := deps(rp)
+		sort.Strings(d)
+		for _, name := range d {
+			if dep := index[name]; dep != nil {
+				visit(dep)
+			}
+		}
+		visiting[rp] = false
+		done[rp] = true
+		out = append(out, rp)
+	}
+	for _, rp := range rps {
+		visit(rp)
+	}
+	return out
+}
+
+func deleteStep(js jetstream.JetStream, rp *ResourcePlan) Step {
+	st := Step{Resource: rp.Label(), Op: ActionDelete}
+	st.run = func(ctx context.Context) error {
+		var err error
+		switch rp.Kind {
+		case KindConsumer:
+			err = js.DeleteConsumer(ctx, rp.Stream, rp.Name)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				err = nil
+			}
+		case KindKV:
+			err = js.DeleteKeyValue(ctx, rp.Name)
+			if errors.Is(err, jetstream.ErrBucketNotFound) {
+				err = nil
+			}
+		case KindObjectStore:
+			err = js.DeleteObjectStore(ctx, rp.Name)
+			if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				err = nil
+			}
+		default:
+			err = js.DeleteStream(ctx, rp.Name)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				err = nil
+			}
+		}
+		return err
+	}
+	return st
+}
+
+// putStep creates or updates a resource. A replaced resource was deleted
+// by an earlier step, so it is created.
+func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, streamCfg *jetstream.StreamConfig) Step {
+	create := rp.Action != ActionUpdate
+	op := ActionUpdate
+	if create {
+		op = ActionCreate
+	}
+	st := Step{Resource: rp.Label(), Op: op}
+	managed := create || live.metadata(r.Kind, r.Stream, r.Name)[ManagedKey] == "true"
+	hash := hashView(view(r.Kind, r.config(), streamCfg))
+	st.run = func(ctx context.Context) error {
+		var err error
+		switch r.Kind {
+		case KindStream:
+			cfg := *r.StreamConfig
+			cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+			if create {
+				_, err = js.CreateStream(ctx, cfg)
+			} else {
+				_, err = js.UpdateStream(ctx, cfg)
+			}
+		case KindConsumer:
+			cfg := *r.ConsumerConfig
+			// Declared consumers are durable: without durable_name the server
+			// would remove them after inactive_threshold.
+			cfg.Name, cfg.Durable = r.Name, r.Name
+			cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+			if create {
+				_, err = js.CreateConsumer(ctx, r.Stream, cfg)
+			} else {
+				_, err = js.UpdateConsumer(ctx, r.Stream, cfg)
+			}
+		case KindKV:
+			cfg := *r.KeyValueConfig
+			cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+			if create {
+				_, err = js.CreateKeyValue(ctx, cfg)
+			} else {
+				_, err = js.UpdateKeyValue(ctx, cfg)
+			}
+		case KindObjectStore:
+			cfg := *r.ObjectStoreConfig
+			cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+			if create {
+				_, err = js.CreateObjectStore(ctx, cfg)
+			} else {
+				_, err = js.UpdateObjectStore(ctx, cfg)
+			}
+		}
+		return err
+	}
+	return st
+}

@@ -1,0 +1,128 @@
+package plan
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// field is one field of a config struct, named by its JSON tag: the
+// server's field name, which is also the plan file's.
+type field struct {
+	Name  string
+	Index int
+	Type  reflect.Type
+}
+
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	timePtrType  = reflect.TypeOf(&time.Time{})
+
+	streamConfigType   = reflect.TypeOf(jetstream.StreamConfig{})
+	consumerConfigType = reflect.TypeOf(jetstream.ConsumerConfig{})
+	kvConfigType       = reflect.TypeOf(jetstream.KeyValueConfig{})
+	objectConfigType   = reflect.TypeOf(jetstream.ObjectStoreConfig{})
+)
+
+// enumValues are the values each enum type accepts, as the server writes
+// them.
+var enumValues = map[reflect.Type][]string{
+	reflect.TypeOf(jetstream.RetentionPolicy(0)):  {"limits", "interest", "workqueue"},
+	reflect.TypeOf(jetstream.DiscardPolicy(0)):    {"old", "new"},
+	reflect.TypeOf(jetstream.StorageType(0)):      {"file", "memory"},
+	reflect.TypeOf(jetstream.StoreCompression(0)): {"none", "s2"},
+	reflect.TypeOf(jetstream.PersistModeType(0)):  {"default", "async"},
+	reflect.TypeOf(jetstream.DeliverPolicy(0)):    {"all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject"},
+	reflect.TypeOf(jetstream.AckPolicy(0)):        {"explicit", "all", "none", "flow_control"},
+	reflect.TypeOf(jetstream.ReplayPolicy(0)):     {"instant", "original"},
+	reflect.TypeOf(jetstream.PriorityPolicy(0)):   {"", "pinned_client", "overflow", "prioritized"},
+}
+
+// sizeFields are the integer fields that take sizes ("1GiB"), per
+// config type.
+var sizeFields = map[reflect.Type]map[string]bool{
+	streamConfigType:   {"max_bytes": true, "max_msg_size": true},
+	consumerConfigType: {"max_bytes": true},
+	kvConfigType:       {"max_bytes": true, "max_value_size": true},
+	objectConfigType:   {"max_bytes": true},
+}
+
+// ignoredFields exist in the Go types but are not configuration a plan
+// file declares.
+var ignoredFields = map[reflect.Type]map[string]bool{
+	streamConfigType:   {"template_owner": true},
+	consumerConfigType: {},
+}
+
+// fieldsOf lists t's JSON fields in declaration order.
+func fieldsOf(t reflect.Type) []field {
+	var out []field
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "-" || name == "" || ignoredFields[t][name] {
+			continue
+		}
+		out = append(out, field{Name: name, Index: i, Type: sf.Type})
+	}
+	return out
+}
+
+func fieldNames(fields []field, extra ...string) []string {
+	names := append([]string(nil), extra...)
+	for _, f := range fields {
+		names = append(names, f.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// suggest returns the name closest to s, if it is close enough to be a
+// likely typo.
+func suggest(s string, names []string) string {
+	best, bestDist := "", len(s)/2+2
+	for _, n := range names {
+		d := levenshtein(strings.ToLower(s), n)
+		if d < bestDist || (d == bestDist && best == "") {
+			if d < bestDist {
+				best, bestDist = n, d
+			}
+		}
+	}
+	if best == "" {
+		// "maxage" for "max_age": compare without separators.
+		flat := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+		for _, n := range names {
+			if strings.ReplaceAll(n, "_", "") == flat {
+				return n
+			}
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,333 @@
+package plan
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var bucketNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// at is the position of a field of r, or of r itself.
+func (r *Resource) at(path string) Pos {
+	if p, ok := r.FieldPos[path]; ok {
+		return p
+	}
+	return r.Pos
+}
+
+// validAssetName reports whether a stream or consumer name is one the
+// server accepts.
+func validAssetName(name string) bool {
+	if name == "" || len(name) > 255 {
+		return false
+	}
+	return !strings.ContainsAny(name, ".*>\\/ \t\r\n")
+}
+
+// validSubject reports whether s is a valid subject or subject filter.
+func validSubject(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t\r\n") {
+		return false
+	}
+	tokens := strings.Split(s, ".")
+	for i, t := range tokens {
+		if t == "" {
+			return false
+		}
+		if t == ">" && i != len(tokens)-1 {
+			return false
+		}
+		if len(t) > 1 && strings.ContainsAny(t, "*>") {
+			return false
+		}
+	}
+	return true
+}
+
+// subjectsCollide reports whether some subject matches both filters.
+func subjectsCollide(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		if at[i] == ">" || bt[i] == ">" {
+			return true
+		}
+		if at[i] != bt[i] && at[i] != "*" && bt[i] != "*" {
+			return false
+		}
+	}
+	return len(at) == len(bt)
+}
+
+// subjectSubset reports whether every subject matching filter matches
+// subject.
+func subjectSubset(filter, subject string) bool {
+	ft, st := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i := range ft {
+		if i >= len(st) {
+			return false
+		}
+		switch {
+		case st[i] == ">":
+			return true
+		case ft[i] == ">":
+			return false
+		case st[i] == "*":
+		case ft[i] == "*" || ft[i] != st[i]:
+			return false
+		}
+	}
+	return len(ft) == len(st)
+}
+
+// streamSubjects are the subjects a declared stream will listen on.
+func streamSubjects(r *Resource) []string {
+	switch r.Kind {
+	case KindKV:
+		return []string{"$KV." + r.Name + ".>"}
+	case KindObjectStore:
+		return []string{"$O." + r.Name + ".C.>", "$O." + r.Name + ".M.>"}
+	case KindStream:
+		c := r.StreamConfig
+		if len(c.Subjects) == 0 && c.Mirror == nil && len(c.Sources) == 0 {
+			return []string{c.Name}
+		}
+		return c.Subjects
+	}
+	return nil
+}
+
+func consumerFilters(c *jetstream.ConsumerConfig) []string {
+	if c.FilterSubject != "" {
+		return append([]string{c.FilterSubject}, c.FilterSubjects...)
+	}
+	return c.FilterSubjects
+}
+
+func (l *loader) validate() {
+	seen := map[string]*Resource{}
+	streamNames := map[string]*Resource{}
+	for _, r := range l.desired.Resources {
+		if first, dup := seen[r.ID()]; dup {
+			l.problemAt(r.Pos, "%s is declared twice (first at %s)", r.Label(), first.Pos)
+			continue
+		}
+		seen[r.ID()] = r
+		if r.Kind != KindConsumer {
+			if first, dup := streamNames[r.StreamName()]; dup {
+				l.problemAt(r.Pos, "%s uses stream name %q, as does %s at %s", r.Label(), r.StreamName(), first.Label(), first.Pos)
+			} else {
+				streamNames[r.StreamName()] = r
+			}
+		}
+		switch r.Kind {
+		case KindStream:
+			l.validateStream(r)
+		case KindConsumer:
+			l.validateConsumer(r, streamNames[r.Stream])
+		case KindKV:
+			if !bucketNameRe.MatchString(r.Name) {
+				l.problemAt(r.at("bucket"), "%s: invalid bucket name: use letters, digits, _ and -", r.Label())
+			}
+			if r.KeyValueConfig.History > jetstream.KeyValueMaxHistory {
+				l.problemAt(r.at("history"), "%s: history: at most %d, got %d", r.Label(), jetstream.KeyValueMaxHistory, r.KeyValueConfig.History)
+			}
+		case KindObjectStore:
+			if !bucketNameRe.MatchString(r.Name) {
+				l.problemAt(r.at("bucket"), "%s: invalid object store name: use letters, digits, _ and -", r.Label())
+			}
+		}
+	}
+	l.validateOverlaps()
+	l.validateWorkQueues(streamNames)
+}
+
+func (l *loader) checkSubject(r *Resource, path, subject string) {
+	if subject != "" && !validSubject(subject) {
+		l.problemAt(r.at(path), "%s: %s: invalid subject %q", r.Label(), path, subject)
+	}
+}
+
+func (l *loader) validateStream(r *Resource) {
+	c := r.StreamConfig
+	if !validAssetName(c.Name) {
+		l.problemAt(r.at("name"), "%s: invalid stream name: it must not contain '.', '*', '>', '/', '\\' or spaces", r.Label())
+	}
+	for i, s := range c.Subjects {
+		p := fmt.Sprintf("subjects[%d]", i)
+		if !validSubject(s) {
+			l.problemAt(r.at(p), "%s: %s: invalid subject %q", r.Label(), p, s)
+		}
+		for j := 0; j < i; j++ {
+			if c.Subjects[j] == s {
+				l.problemAt(r.at(p), "%s: subject %q is listed twice", r.Label(), s)
+			}
+		}
+	}
+	if c.Mirror != nil {
+		if len(c.Subjects) > 0 {
+			l.problemAt(r.at("subjects"), "%s: a mirror cannot have subjects", r.Label())
+		}
+		if len(c.Sources) > 0 {
+			l.problemAt(r.at("sources"), "%s: a mirror cannot have sources", r.Label())
+		}
+		if c.Mirror.Name == "" {
+			l.problemAt(r.at("mirror"), "%s: mirror: name is required", r.Label())
+		}
+		l.checkSubject(r, "mirror.filter_subject", c.Mirror.FilterSubject)
+	}
+	for i, s := range c.Sources {
+		p := fmt.Sprintf("sources[%d]", i)
+		if s == nil || s.Name == "" {
+			l.problemAt(r.at(p), "%s: %s: name is required", r.Label(), p)
+			continue
+		}
+		l.checkSubject(r, p+".filter_subject", s.FilterSubject)
+	}
+	if c.RePublish != nil {
+		l.checkSubject(r, "republish.src", c.RePublish.Source)
+		if c.RePublish.Destination == "" {
+			l.problemAt(r.at("republish"), "%s: republish: dest is required", r.Label())
+		}
+		l.checkSubject(r, "republish.dest", c.RePublish.Destination)
+	}
+	if c.SubjectTransform != nil {
+		l.checkSubject(r, "subject_transform.src", c.SubjectTransform.Source)
+	}
+	if c.MaxAge != 0 && c.Duplicates > c.MaxAge {
+		l.problemAt(r.at("duplicate_window"), "%s: duplicate_window (%s) cannot be longer than max_age (%s)", r.Label(), FormatDuration(c.Duplicates), FormatDuration(c.MaxAge))
+	}
+	if c.DenyPurge && c.AllowRollup {
+		l.problemAt(r.at("allow_rollup_hdrs"), "%s: allow_rollup_hdrs needs purges: it cannot be combined with deny_purge", r.Label())
+	}
+	if c.DiscardNewPerSubject && (c.Discard != jetstream.DiscardNew || c.MaxMsgsPerSubject <= 0) {
+		l.problemAt(r.at("discard_new_per_subject"), "%s: discard_new_per_subject needs discard: new and max_msgs_per_subject > 0", r.Label())
+	}
+}
+
+func (l *loader) validateConsumer(r *Resource, stream *Resource) {
+	c := r.ConsumerConfig
+	field := "name"
+	if _, ok := r.FieldPos["name"]; !ok {
+		field = "durable_name"
+	}
+	if !validAssetName(r.Name) {
+		l.problemAt(r.at(field), "%s: invalid consumer name: it must not contain '.', '*', '>', '/', '\\' or spaces", r.Label())
+	}
+	if !validAssetName(r.Stream) {
+		l.problemAt(r.at("stream"), "%s: invalid stream name", r.Label())
+	}
+	l.checkSubject(r, "filter_subject", c.FilterSubject)
+	for i, s := range c.FilterSubjects {
+		l.checkSubject(r, fmt.Sprintf("filter_subjects[%d]", i), s)
+	}
+	if c.FilterSubject != "" && len(c.FilterSubjects) > 0 {
+		l.problemAt(r.at("filter_subjects"), "%s: give filter_subject or filter_subjects, not both", r.Label())
+	}
+	switch c.DeliverPolicy {
+	case jetstream.DeliverByStartSequencePolicy:
+		if c.OptStartSeq == 0 {
+			l.problemAt(r.at("deliver_policy"), "%s: deliver_policy by_start_sequence needs opt_start_seq", r.Label())
+		}
+	case jetstream.DeliverByStartTimePolicy:
+		if c.OptStartTime == nil {
+			l.problemAt(r.at("deliver_policy"), "%s: deliver_policy by_start_time needs opt_start_time", r.Label())
+		}
+	}
+	if c.DeliverGroup != "" && c.DeliverSubject == "" {
+		l.problemAt(r.at("deliver_group"), "%s: deliver_group needs deliver_subject", r.Label())
+	}
+	if stream == nil || stream.Kind != KindStream || stream.StreamConfig.Mirror != nil || len(stream.StreamConfig.Sources) > 0 {
+		return
+	}
+	subjects := streamSubjects(stream)
+	for i, f := range consumerFilters(c) {
+		if !validSubject(f) {
+			continue
+		}
+		inside := false
+		for _, s := range subjects {
+			if subjectSubset(f, s) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			p := "filter_subject"
+			if c.FilterSubject == "" {
+				p = fmt.Sprintf("filter_subjects[%d]", i)
+			}
+			l.problemAt(r.at(p), "%s: filter %q is outside the stream's subjects (%s)", r.Label(), f, strings.Join(subjects, ", "))
+		}
+	}
+}
+
+// validateOverlaps reports declared streams whose subjects overlap: the
+// server refuses the second.
+func (l *loader) validateOverlaps() {
+	var streams []*Resource
+	for _, r := range l.desired.Resources {
+		if r.Kind != KindConsumer {
+			streams = append(streams, r)
+		}
+	}
+	for i, b := range streams {
+		for _, a := range streams[:i] {
+			if a.StreamName() == b.StreamName() {
+				continue
+			}
+			bs := streamSubjects(b)
+			for bi, bsub := range bs {
+				for _, asub := range streamSubjects(a) {
+					if validSubject(asub) && validSubject(bsub) && subjectsCollide(asub, bsub) {
+						l.problemAt(b.at(fmt.Sprintf("subjects[%d]", bi)), "%s: subject %q overlaps %q of %s (%s)", b.Label(), bsub, asub, a.Label(), a.Pos)
+					}
+				}
+			}
+		}
+	}
+}
+
+// validateWorkQueues reports consumers of a workqueue stream whose filters
+// overlap: the server allows only one consumer per subject.
+func (l *loader) validateWorkQueues(streams map[string]*Resource) {
+	byStream := map[string][]*Resource{}
+	for _, r := range l.desired.Resources {
+		if r.Kind == KindConsumer {
+			byStream[r.Stream] = append(byStream[r.Stream], r)
+		}
+	}
+	for name, consumers := range byStream {
+		s := streams[name]
+		if s == nil || s.Kind != KindStream || s.StreamConfig.Retention != jetstream.WorkQueuePolicy {
+			continue
+		}
+		for i, b := range consumers {
+			for _, a := range consumers[:i] {
+				if f1, f2, ok := overlappingFilters(a.ConsumerConfig, b.ConsumerConfig); ok {
+					l.problemAt(b.Pos, "%s: filter %q overlaps %q of consumer %q on workqueue stream %q (%s)", b.Label(), f2, f1, a.Name, name, a.Pos)
+				}
+			}
+		}
+	}
+}
+
+func overlappingFilters(a, b *jetstream.ConsumerConfig) (string, string, bool) {
+	af, bf := consumerFilters(a), consumerFilters(b)
+	if len(af) == 0 {
+		af = []string{">"}
+	}
+	if len(bf) == 0 {
+		bf = []string{">"}
+	}
+	for _, x := range af {
+		for _, y := range bf {
+			if validSubject(x) && validSubject(y) && subjectsCollide(x, y) {
+				return x, y, true
+			}
+		}
+	}
+	return "", "", false
+}
