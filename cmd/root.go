@@ -21,8 +21,10 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/plan"
 	"github.com/jetctl/jetctl/cmd/plugin"
+	"github.com/jetctl/jetctl/cmd/replay"
 	"github.com/jetctl/jetctl/cmd/server"
 	"github.com/jetctl/jetctl/cmd/status"
+	"github.com/jetctl/jetctl/cmd/stream"
 	"github.com/jetctl/jetctl/cmd/version"
 )
 
@@ -86,7 +88,7 @@ else to stderr. Exit codes are the same for every command: see
 			root.AddCommand(c)
 		}
 	}
-	add(groupJetStream, status.NewCmd(f))
+	add(groupJetStream, status.NewCmd(f), replay.NewCmd(f), stream.NewCmd(f))
 	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f))
 	add(groupServer, server.NewCmd(f), demo.NewCmd(f, runInProcess))
 	root.AddCommand(

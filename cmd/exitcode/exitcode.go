@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -123,6 +124,8 @@ func Of(err error) int {
 	return Failure
 }
 
+var apiErrorFraming = regexp.MustCompile(`API error: code=\d+ err_code=\d+ description=`)
+
 // Message is the one line printed for err, or "" when there is nothing to
 // add. JetStream API errors lose their "nats: API error: code=…" framing.
 func Message(err error) string {
@@ -141,6 +144,8 @@ func Message(err error) string {
 		return "JetStream is not enabled for this account"
 	}
 	msg = strings.ReplaceAll(msg, "nats: ", "")
+	// JetStream API errors: keep the description, not the framing.
+	msg = apiErrorFraming.ReplaceAllString(msg, "")
 	// Keep the output to one line whatever the error carried.
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]

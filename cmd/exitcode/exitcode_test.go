@@ -37,6 +37,9 @@ func TestMessageIsOneLine(t *testing.T) {
 	if got := Message(errors.New("nats: first\nsecond")); got != "first" {
 		t.Errorf("Message = %q", got)
 	}
+	if got := Message(fmt.Errorf("stream %q: %w", "X", jetstream.ErrStreamNotFound)); got != `stream "X": stream not found` {
+		t.Errorf("Message = %q", got)
+	}
 	if got := Message(Silent(Partial)); got != "" {
 		t.Errorf("Message(Silent) = %q", got)
 	}

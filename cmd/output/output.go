@@ -82,6 +82,41 @@ func validFormat(f string) bool {
 	return false
 }
 
+// CompilePredicate compiles a jq program used as a filter: a message is
+// kept when the program's first result is neither false nor null. A
+// program that fails on a message (e.g. indexes a string) does not keep
+// it. An empty expression gives a nil predicate.
+func CompilePredicate(expr string) (func(input any) bool, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	code, err := CompileJQ(expr)
+	if err != nil {
+		return nil, err
+	}
+	return func(input any) bool {
+		v, ok := code.Run(input).Next()
+		if !ok {
+			return false
+		}
+		if _, isErr := v.(error); isErr {
+			return false
+		}
+		return v != nil && v != false
+	}, nil
+}
+
+// AppendJQ runs the --jq program on a value already in generic JSON form
+// (maps, slices, strings, numbers) and appends its output lines to buf.
+func (p *Printer) AppendJQ(buf []byte, generic any) ([]byte, error) {
+	w := bytes.NewBuffer(buf)
+	saved := p.Out
+	p.Out = w
+	err := p.runJQ(generic)
+	p.Out = saved
+	return w.Bytes(), err
+}
+
 // Table is a table under construction.
 type Table struct {
 	Header []string

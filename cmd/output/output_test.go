@@ -102,3 +102,14 @@ func TestColorOnlyInHeaderAndAligned(t *testing.T) {
 		t.Errorf("rows carry colour or lost alignment: %q", lines[1:])
 	}
 }
+
+func TestAppendJQOnGenericValues(t *testing.T) {
+	p, err := NewPrinter(Options{JQ: `"\(.seq) \(.data.id)"`}, &bytes.Buffer{}, false, "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.AppendJQ(nil, map[string]any{"seq": 189, "data": map[string]any{"id": "x"}})
+	if err != nil || string(out) != "189 x\n" {
+		t.Errorf("AppendJQ = %q, %v", out, err)
+	}
+}

@@ -1,0 +1,163 @@
+package replay
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+// RangeFlags are the flags that select messages of a stream; `stream tail`
+// shares them.
+type RangeFlags struct {
+	fromSeq  uint64
+	toSeq    uint64
+	since    string
+	fromTime string
+	toTime   string
+	last     uint64
+	subjects []string
+	follow   bool
+	reader   string
+	withEnd  bool
+}
+
+type rangeFlags = RangeFlags
+
+// Bind adds the flags; withEnd adds the ones that bound the range's end.
+func (r *RangeFlags) Bind(fs *pflag.FlagSet, withEnd bool) { r.bind(fs, withEnd) }
+
+func (r *RangeFlags) bind(fs *pflag.FlagSet, withEnd bool) {
+	r.withEnd = withEnd
+	fs.Uint64Var(&r.fromSeq, "from-seq", 0, "start at this stream sequence")
+	fs.StringVar(&r.since, "since", "", "start this long ago (e.g. 15m, 2h, 7d)")
+	fs.StringVar(&r.fromTime, "from-time", "", "start at this time (RFC 3339)")
+	fs.Uint64Var(&r.last, "last", 0, "only the last N messages (of the range, matching --subject)")
+	fs.StringArrayVar(&r.subjects, "subject", nil, "only messages on this subject (repeatable, wildcards allowed)")
+	fs.StringVar(&r.reader, "reader", "", "how to read: ordered, direct or get (default: by the stream's retention)")
+	if withEnd {
+		fs.Uint64Var(&r.toSeq, "to-seq", 0, "end at this stream sequence (inclusive)")
+		fs.StringVar(&r.toTime, "to-time", "", "end before this time (RFC 3339, exclusive)")
+		fs.BoolVar(&r.follow, "follow", false, "keep reading new messages after the range's end")
+	}
+}
+
+func (r *RangeFlags) any() bool {
+	return r.fromSeq > 0 || r.toSeq > 0 || r.since != "" || r.fromTime != "" || r.toTime != "" || r.last > 0 || len(r.subjects) > 0
+}
+
+// Starts reports whether a start was given (else a tail starts at new messages).
+func (r *RangeFlags) Starts() bool {
+	return r.fromSeq > 0 || r.since != "" || r.fromTime != "" || r.last > 0
+}
+
+func (r *RangeFlags) validate() error {
+	starts := 0
+	for _, set := range []bool{r.fromSeq > 0, r.since != "", r.fromTime != ""} {
+		if set {
+			starts++
+		}
+	}
+	if starts > 1 {
+		return exitcode.UsageErrorf("use one of --from-seq, --since and --from-time")
+	}
+	if r.toSeq > 0 && r.toTime != "" {
+		return exitcode.UsageErrorf("use --to-seq or --to-time, not both")
+	}
+	if r.follow && (r.toSeq > 0 || r.toTime != "") {
+		return exitcode.UsageErrorf("--follow has no end: drop --to-seq/--to-time")
+	}
+	if r.fromSeq > 0 && r.toSeq > 0 && r.toSeq < r.fromSeq {
+		return exitcode.UsageErrorf("--to-seq %d is before --from-seq %d", r.toSeq, r.fromSeq)
+	}
+	for _, s := range r.subjects {
+		if err := validSubjectFilter(s); err != nil {
+			return exitcode.UsageErrorf("--subject %q: %v", s, err)
+		}
+	}
+	switch replay.ReaderKind(r.reader) {
+	case replay.ReaderAuto, replay.ReaderOrdered, replay.ReaderDirect, replay.ReaderGet:
+	default:
+		return exitcode.UsageErrorf("--reader %q: use ordered, direct or get", r.reader)
+	}
+	return nil
+}
+
+// Config turns the flags into a range configuration for stream; times and
+// durations are parsed here, before anything is contacted.
+func (r *RangeFlags) Config(stream string) (replay.Config, error) {
+	if err := r.validate(); err != nil {
+		return replay.Config{}, err
+	}
+	return r.config(stream)
+}
+
+func (r *RangeFlags) config(stream string) (replay.Config, error) {
+	cfg := replay.Config{
+		Stream:   stream,
+		FromSeq:  r.fromSeq,
+		ToSeq:    r.toSeq,
+		Last:     r.last,
+		Subjects: r.subjects,
+		Follow:   r.follow,
+		Reader:   replay.ReaderKind(r.reader),
+	}
+	var err error
+	if r.since != "" {
+		d, err := units.ParseDuration(r.since)
+		if err != nil || d <= 0 {
+			return cfg, exitcode.UsageErrorf("invalid --since %q: use a duration like 15m, 2h or 7d", r.since)
+		}
+		cfg.FromTime = time.Now().Add(-d)
+	}
+	if cfg.FromTime.IsZero() && r.fromTime != "" {
+		if cfg.FromTime, err = parseTime("--from-time", r.fromTime); err != nil {
+			return cfg, err
+		}
+	}
+	if r.toTime != "" {
+		if cfg.ToTime, err = parseTime("--to-time", r.toTime); err != nil {
+			return cfg, err
+		}
+		if !cfg.FromTime.IsZero() && !cfg.ToTime.After(cfg.FromTime) {
+			return cfg, exitcode.UsageErrorf("--to-time %s is not after the start %s", r.toTime, cfg.FromTime.Format(time.RFC3339))
+		}
+	}
+	return cfg, nil
+}
+
+func parseTime(flag, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, exitcode.UsageErrorf("invalid %s %q: use RFC 3339, e.g. 2026-11-29T02:10:00Z", flag, v)
+	}
+	return t, nil
+}
+
+func validSubjectFilter(s string) error {
+	if s == "" {
+		return errors.New("empty subject")
+	}
+	if strings.ContainsAny(s, " \t\r\n") {
+		return errors.New("subjects have no white space")
+	}
+	tokens := strings.Split(s, ".")
+	for i, t := range tokens {
+		switch {
+		case t == "":
+			return errors.New("empty token")
+		case t == ">" && i != len(tokens)-1:
+			return errors.New("> must be the last token")
+		case len(t) > 1 && strings.ContainsAny(t, "*>"):
+			return errors.New("wildcards must be whole tokens")
+		}
+	}
+	return nil
+}
+
+func errorsIsUnsupported(err error) bool { return errors.Is(err, replay.ErrUnsupported) }

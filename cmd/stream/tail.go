@@ -1,0 +1,155 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	cmdreplay "github.com/jetctl/jetctl/cmd/replay"
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/replay"
+)
+
+type tailOptions struct {
+	rng    cmdreplay.RangeFlags
+	filter string
+	raw    bool
+	count  uint64
+	wait   time.Duration
+}
+
+// errCountReached ends a tail that has seen --count matches: a success.
+var errCountReached = errors.New("count reached")
+
+func newCmdTail(f *factory.Factory) *cobra.Command {
+	o := &tailOptions{}
+	cmd := &cobra.Command{
+		Use:   "tail STREAM",
+		Short: "follow a stream's messages as JSON lines, optionally until a condition is met",
+		Long: `Print a stream's new messages as JSON lines (the format of "jetctl replay") as
+they arrive, or start in the past with --since, --from-seq or --last N.
+Reading never consumes or changes the stream.
+
+--filter keeps the messages for which a jq program is true (data is decoded
+as JSON when it is JSON); --jq transforms each one; --raw prints payloads.
+
+--count N stops after N matching messages with exit 0; --wait D gives up
+after D with exit 5. Together they make the CI primitive "wait until this
+event shows up".`,
+		Example: `  jetctl stream tail ORDERS
+  jetctl stream tail ORDERS --subject 'orders.failed' --since 10m
+  jetctl stream tail ORDERS --filter '.data.order_id == "ord-00042"' --count 1 --wait 2m
+  jetctl stream tail ORDERS --last 5 --jq '.data.status'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return exitcode.UsageErrorf("stream tail takes one STREAM")
+			}
+			return nil
+		},
+		ValidArgsFunction: f.CompleteStreams(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTail(cmd.Context(), f, o, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	o.rng.Bind(fl, false)
+	fl.StringVar(&o.filter, "filter", "", "jq program: keep messages for which it is true")
+	fl.BoolVar(&o.raw, "raw", false, "print payloads only, one a line")
+	fl.Uint64Var(&o.count, "count", 0, "stop with exit 0 after this many matching messages")
+	fl.DurationVar(&o.wait, "wait", 0, "give up with exit 5 after this long")
+	return cmd
+}
+
+func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream string) error {
+	cfg, err := o.rng.Config(stream)
+	if err != nil {
+		return err
+	}
+	if o.wait < 0 {
+		return exitcode.UsageErrorf("--wait must be positive")
+	}
+	filter, err := output.CompilePredicate(o.filter)
+	if err != nil {
+		return err
+	}
+	p, err := f.Printer("jsonl")
+	if err != nil {
+		return err
+	}
+	cfg.Follow = true
+	cfg.New = !o.rng.Starts()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if o.wait > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, o.wait, context.DeadlineExceeded)
+		defer stop()
+	}
+
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := replay.Resolve(ctx, js, cfg)
+	if err != nil {
+		if errors.Is(err, replay.ErrUnsupported) {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		return err
+	}
+
+	var format func([]byte, *envelope.Message) ([]byte, error)
+	switch {
+	case o.raw:
+		format = func(buf []byte, m *envelope.Message) ([]byte, error) {
+			return append(append(buf, m.Data...), '\n'), nil
+		}
+	case f.Output.JQ != "":
+		format = func(buf []byte, m *envelope.Message) ([]byte, error) { return p.AppendJQ(buf, m.Generic()) }
+	}
+	lines := replay.NewLineSink(f.IO.Out, format)
+	matched := uint64(0)
+	sink := &flushingSink{LineSink: lines, after: func() {
+		matched++
+		if o.count > 0 && matched >= o.count {
+			cancel(errCountReached)
+		}
+	}}
+	opts := replay.Options{}
+	if filter != nil {
+		opts.Filter = func(m *envelope.Message) (bool, error) { return filter(m.Generic()), nil }
+	}
+	_, err = replay.Run(ctx, replay.StreamSource(js, r), sink, replay.Summary{Stream: stream}, opts)
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCountReached):
+		return nil
+	case errors.Is(cause, context.DeadlineExceeded):
+		return exitcode.Newf(exitcode.Timeout, "stream %q: waited %s, saw %d of %d matching messages", stream, o.wait, matched, o.count)
+	}
+	return err
+}
+
+// flushingSink writes each line at once: a tail is read by people and by
+// scripts waiting for the line.
+type flushingSink struct {
+	*replay.LineSink
+	after func()
+}
+
+func (s *flushingSink) Write(ctx context.Context, m *envelope.Message) error {
+	if err := s.LineSink.Write(ctx, m); err != nil {
+		return err
+	}
+	if err := s.LineSink.Close(ctx); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	s.after()
+	return nil
+}

@@ -1,0 +1,317 @@
+// Package envelope is jetctl's representation of a stored stream message:
+// its JSON-lines form (shared by replay dumps, stream tail and dlq), and the
+// headers jetctl adds or moves aside when it copies a message.
+package envelope
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Message is a message as stored in a stream.
+type Message struct {
+	Stream  string
+	Seq     uint64
+	Subject string
+	Time    time.Time
+	Header  nats.Header
+	Data    []byte
+}
+
+// Provenance headers that a copy carries. jetctl never stores Nats-*
+// provenance in a copy: direct get appends headers of those names and
+// clients read the first one.
+const (
+	SourceStream  = "Jetctl-Source-Stream"
+	SourceSeq     = "Jetctl-Source-Seq"
+	SourceSubject = "Jetctl-Source-Subject"
+	SourceTime    = "Jetctl-Source-Time"
+	// OrigPrefix is put before the name of a header the server acts on
+	// when a copy keeps it.
+	OrigPrefix = "Jetctl-Orig-"
+)
+
+// ServerHeaders are headers the server acts on when a message is
+// published; a copy must not carry them under their own names.
+var ServerHeaders = []string{
+	"Nats-Msg-Id",
+	"Nats-Expected-Stream",
+	"Nats-Expected-Last-Sequence",
+	"Nats-Expected-Last-Subject-Sequence",
+	"Nats-Expected-Last-Subject-Sequence-Subject",
+	"Nats-Expected-Last-Msg-Id",
+	"Nats-Rollup",
+	"Nats-TTL",
+	"Nats-Incr",
+	"Nats-Batch-Id",
+	"Nats-Batch-Sequence",
+	"Nats-Batch-Commit",
+	"Nats-Schedule",
+	"Nats-Schedule-Target",
+	"Nats-Schedule-Source",
+	"Nats-Schedule-TTL",
+	"Nats-Schedule-Time-Zone",
+}
+
+var serverHeaderSet = func() map[string]bool {
+	m := make(map[string]bool, len(ServerHeaders))
+	for _, h := range ServerHeaders {
+		m[h] = true
+	}
+	return m
+}()
+
+// IsServerHeader reports whether the server acts on header name (exact
+// case, as the server matches it), including every Nats-Expected-* and
+// Nats-Batch-*/Nats-Schedule* variant.
+func IsServerHeader(name string) bool {
+	if serverHeaderSet[name] {
+		return true
+	}
+	for _, p := range []string{"Nats-Expected-", "Nats-Batch-", "Nats-Schedule"} {
+		if len(name) >= len(p) && name[:len(p)] == p {
+			return true
+		}
+	}
+	return false
+}
+
+// CopyHeader returns a copy of h that is safe to publish: headers the
+// server acts on move to Jetctl-Orig-<Name>.
+func CopyHeader(h nats.Header) nats.Header {
+	out := make(nats.Header, len(h)+4)
+	for k, vs := range h {
+		name := k
+		if IsServerHeader(k) {
+			name = OrigPrefix + k
+		}
+		out[name] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// RestoreHeader undoes CopyHeader and drops the given provenance headers:
+// Jetctl-Orig-<Name> become <Name> again.
+func RestoreHeader(h nats.Header, drop ...string) nats.Header {
+	dropSet := make(map[string]bool, len(drop))
+	for _, d := range drop {
+		dropSet[d] = true
+	}
+	out := make(nats.Header, len(h))
+	for k, vs := range h {
+		if dropSet[k] {
+			continue
+		}
+		name := k
+		if len(k) > len(OrigPrefix) && k[:len(OrigPrefix)] == OrigPrefix {
+			name = k[len(OrigPrefix):]
+		}
+		out[name] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// SetProvenance records where m came from in h.
+func SetProvenance(h nats.Header, m *Message) {
+	h.Set(SourceStream, m.Stream)
+	h.Set(SourceSeq, strconv.FormatUint(m.Seq, 10))
+	h.Set(SourceSubject, m.Subject)
+	h.Set(SourceTime, m.Time.UTC().Format(time.RFC3339Nano))
+}
+
+// Line is the JSON-lines form of a message.
+type Line struct {
+	Stream  string              `json:"stream"`
+	Seq     uint64              `json:"seq"`
+	Subject string              `json:"subject"`
+	Time    string              `json:"time"`
+	Headers map[string][]string `json:"headers,omitempty"`
+	Data    *string             `json:"data,omitempty"`
+	DataB64 *string             `json:"data_b64,omitempty"`
+	Size    int                 `json:"size"`
+}
+
+// AppendJSON appends m's JSON line (with a trailing newline) to buf. It is
+// hand-written because replay writes hundreds of thousands of lines a
+// second: fields in a fixed order, header names sorted.
+func (m *Message) AppendJSON(buf []byte) []byte {
+	buf = append(buf, `{"stream":`...)
+	buf = appendString(buf, m.Stream)
+	buf = append(buf, `,"seq":`...)
+	buf = strconv.AppendUint(buf, m.Seq, 10)
+	buf = append(buf, `,"subject":`...)
+	buf = appendString(buf, m.Subject)
+	buf = append(buf, `,"time":"`...)
+	buf = m.Time.UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, '"')
+	if len(m.Header) > 0 {
+		buf = append(buf, `,"headers":{`...)
+		names := make([]string, 0, len(m.Header))
+		for k := range m.Header {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for i, k := range names {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendString(buf, k)
+			buf = append(buf, ":["...)
+			for j, v := range m.Header[k] {
+				if j > 0 {
+					buf = append(buf, ',')
+				}
+				buf = appendString(buf, v)
+			}
+			buf = append(buf, ']')
+		}
+		buf = append(buf, '}')
+	}
+	if utf8.Valid(m.Data) {
+		buf = append(buf, `,"data":`...)
+		buf = appendString(buf, m.Data)
+	} else {
+		buf = append(buf, `,"data_b64":"`...)
+		buf = base64.StdEncoding.AppendEncode(buf, m.Data)
+		buf = append(buf, '"')
+	}
+	buf = append(buf, `,"size":`...)
+	buf = strconv.AppendInt(buf, int64(len(m.Data)), 10)
+	buf = append(buf, "}\n"...)
+	return buf
+}
+
+// Generic is the message as jq sees it: the JSON line's object, with data
+// decoded as JSON when the payload is JSON. Numbers are ints, the only
+// integer type gojq takes.
+func (m *Message) Generic() map[string]any {
+	obj := map[string]any{
+		"stream":  m.Stream,
+		"seq":     int(m.Seq),
+		"subject": m.Subject,
+		"time":    m.Time.UTC().Format(time.RFC3339Nano),
+		"size":    len(m.Data),
+	}
+	if len(m.Header) > 0 {
+		hdr := make(map[string]any, len(m.Header))
+		for k, vs := range m.Header {
+			list := make([]any, len(vs))
+			for i, v := range vs {
+				list[i] = v
+			}
+			hdr[k] = list
+		}
+		obj["headers"] = hdr
+	}
+	switch {
+	case json.Valid(m.Data) && len(bytes.TrimSpace(m.Data)) > 0:
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(m.Data))
+		dec.UseNumber()
+		if dec.Decode(&v) == nil {
+			obj["data"] = normalise(v)
+		} else {
+			obj["data"] = string(m.Data)
+		}
+	case utf8.Valid(m.Data):
+		obj["data"] = string(m.Data)
+	default:
+		obj["data_b64"] = base64.StdEncoding.EncodeToString(m.Data)
+	}
+	return obj
+}
+
+// normalise turns json.Number into int or float64, the numbers gojq takes.
+func normalise(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalise(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalise(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i)
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+// ParseLine reads a JSON line written by AppendJSON back into a message.
+func ParseLine(line []byte) (*Message, error) {
+	var l Line
+	if err := json.Unmarshal(line, &l); err != nil {
+		return nil, fmt.Errorf("not a jetctl JSON line: %w", err)
+	}
+	m := &Message{Stream: l.Stream, Seq: l.Seq, Subject: l.Subject}
+	if l.Subject == "" {
+		return nil, fmt.Errorf("JSON line has no subject")
+	}
+	if l.Time != "" {
+		t, err := time.Parse(time.RFC3339Nano, l.Time)
+		if err != nil {
+			return nil, fmt.Errorf("JSON line time %q: %w", l.Time, err)
+		}
+		m.Time = t
+	}
+	if len(l.Headers) > 0 {
+		m.Header = nats.Header(l.Headers)
+	}
+	switch {
+	case l.DataB64 != nil:
+		data, err := base64.StdEncoding.DecodeString(*l.DataB64)
+		if err != nil {
+			return nil, fmt.Errorf("JSON line data_b64: %w", err)
+		}
+		m.Data = data
+	case l.Data != nil:
+		m.Data = []byte(*l.Data)
+	}
+	return m, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 cannot reach it:
+// such payloads are written as data_b64.
+func appendString[T string | []byte](buf []byte, s T) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"':
+			buf = append(buf, '\\', '"')
+		case '\\':
+			buf = append(buf, '\\', '\\')
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

@@ -1,0 +1,105 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/itchyny/gojq"
+	"github.com/nats-io/nats.go"
+)
+
+func TestJSONLineRoundTrip(t *testing.T) {
+	msgs := []*Message{
+		{Stream: "ORDERS", Seq: 7, Subject: "orders.created", Time: time.Date(2026, 11, 29, 2, 10, 0, 123456789, time.UTC),
+			Header: nats.Header{"Trace": {"a", "b"}, "Nats-Msg-Id": {"x"}}, Data: []byte(`{"id":1,"note":"line\nbreak \"quoted\" \\ tab\t \u0001"}`)},
+		{Stream: "BIN", Seq: 1, Subject: "bin.x", Time: time.Unix(0, 5).UTC(), Data: []byte{0xff, 0x00, 0xfe, 'a'}},
+		{Stream: "E", Seq: 2, Subject: "e", Time: time.Unix(1, 0).UTC(), Data: nil},
+		{Stream: "U", Seq: 3, Subject: "u", Time: time.Unix(2, 0).UTC(), Data: []byte("grüße 🚀 \u2028")},
+	}
+	for _, m := range msgs {
+		line := m.AppendJSON(nil)
+		if !json.Valid(bytes.TrimSpace(line)) {
+			t.Fatalf("invalid JSON: %s", line)
+		}
+		var viaStd Line
+		if err := json.Unmarshal(line, &viaStd); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseLine(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Stream != m.Stream || got.Seq != m.Seq || got.Subject != m.Subject || !got.Time.Equal(m.Time) {
+			t.Errorf("metadata changed: %+v -> %+v", m, got)
+		}
+		if !bytes.Equal(got.Data, m.Data) {
+			t.Errorf("data changed: %q -> %q", m.Data, got.Data)
+		}
+		if len(m.Header) > 0 && !reflect.DeepEqual(got.Header, m.Header) {
+			t.Errorf("headers changed: %v -> %v", m.Header, got.Header)
+		}
+		if viaStd.Size != len(m.Data) {
+			t.Errorf("size = %d", viaStd.Size)
+		}
+	}
+}
+
+func TestBinaryUsesBase64(t *testing.T) {
+	line := (&Message{Subject: "s", Data: []byte{0xff}}).AppendJSON(nil)
+	if !bytes.Contains(line, []byte(`"data_b64":"/w=="`)) || bytes.Contains(line, []byte(`"data":`)) {
+		t.Errorf("got %s", line)
+	}
+}
+
+func TestCopyAndRestoreHeader(t *testing.T) {
+	h := nats.Header{"Nats-Msg-Id": {"1"}, "Nats-Expected-Last-Sequence": {"4"}, "Nats-TTL": {"1m"}, "App": {"x", "y"}}
+	c := CopyHeader(h)
+	for _, name := range []string{"Nats-Msg-Id", "Nats-Expected-Last-Sequence", "Nats-TTL"} {
+		if _, ok := c[name]; ok {
+			t.Errorf("copy keeps %s", name)
+		}
+		if c.Get(OrigPrefix+name) == "" {
+			t.Errorf("copy lost %s", name)
+		}
+	}
+	SetProvenance(c, &Message{Stream: "S", Seq: 9, Subject: "a.b", Time: time.Unix(0, 0)})
+	back := RestoreHeader(c, SourceStream, SourceSeq, SourceSubject, SourceTime)
+	if !reflect.DeepEqual(back, h) {
+		t.Errorf("restore: %v, want %v", back, h)
+	}
+}
+
+func TestGenericDecodesJSONData(t *testing.T) {
+	g := (&Message{Subject: "s", Data: []byte(`{"n": 12345678901234, "s": "x"}`)}).Generic()
+	data, ok := g["data"].(map[string]any)
+	if !ok || data["n"] != 12345678901234 || data["s"] != "x" {
+		t.Errorf("data = %#v", g["data"])
+	}
+	if g := (&Message{Subject: "s", Data: []byte("plain")}).Generic(); g["data"] != "plain" {
+		t.Errorf("text data = %#v", g["data"])
+	}
+}
+
+func BenchmarkAppendJSON(b *testing.B) {
+	m := &Message{Stream: "ORDERS", Seq: 123456, Subject: "orders.created", Time: time.Now(), Data: bytes.Repeat([]byte("x"), 128)}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf = m.AppendJSON(buf[:0])
+	}
+}
+
+func TestGenericWorksWithGojq(t *testing.T) {
+	g := (&Message{Stream: "S", Seq: 189, Subject: "s", Data: []byte(`{"id":"x"}`)}).Generic()
+	q, err := gojq.Parse(`"\(.seq) \(.size) \(.data.id)"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := q.Run(g).Next()
+	if v != "189 10 x" {
+		t.Errorf("got %#v", v)
+	}
+}

@@ -1,0 +1,273 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+)
+
+// api makes the raw message-get requests nats.go does not expose: a get by
+// start time, coherent gets on the leader and batched direct gets whose
+// appended headers are removed again.
+type api struct {
+	nc      *nats.Conn
+	prefix  string
+	stream  string
+	timeout time.Duration
+}
+
+func newAPI(js jetstream.JetStream, stream string) *api {
+	opts := js.Options()
+	prefix := opts.APIPrefix
+	if prefix == "" {
+		prefix = "$JS.API."
+	}
+	timeout := opts.DefaultTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &api{nc: js.Conn(), prefix: prefix, stream: stream, timeout: timeout}
+}
+
+type msgGetRequest struct {
+	Seq       uint64     `json:"seq,omitempty"`
+	NextFor   string     `json:"next_by_subj,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+	Batch     int        `json:"batch,omitempty"`
+	MaxBytes  int        `json:"max_bytes,omitempty"`
+}
+
+type storedMsg struct {
+	Subject  string    `json:"subject"`
+	Sequence uint64    `json:"seq"`
+	Header   []byte    `json:"hdrs,omitempty"`
+	Data     []byte    `json:"data,omitempty"`
+	Time     time.Time `json:"time"`
+}
+
+type msgGetResponse struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *storedMsg          `json:"message,omitempty"`
+}
+
+// errNoMessage is the server's "no message found" (10037) or direct get's 404.
+var errNoMessage = errors.New("no message found")
+
+func (a *api) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, a.timeout)
+}
+
+// msgGet asks the stream leader for a message (coherent).
+func (a *api) msgGet(ctx context.Context, req msgGetRequest) (*envelope.Message, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	reply, err := a.nc.RequestWithContext(ctx, a.prefix+"STREAM.MSG.GET."+a.stream, body)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: message get: %w", a.stream, err)
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, fmt.Errorf("stream %q: message get: %w", a.stream, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, errNoMessage
+		}
+		if resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound {
+			return nil, fmt.Errorf("stream %q: %w", a.stream, jetstream.ErrStreamNotFound)
+		}
+		return nil, fmt.Errorf("stream %q: message get: %w", a.stream, resp.Error)
+	}
+	if resp.Message == nil {
+		return nil, errNoMessage
+	}
+	m := resp.Message
+	out := &envelope.Message{Stream: a.stream, Seq: m.Sequence, Subject: m.Subject, Time: m.Time, Data: m.Data}
+	if len(m.Header) > 0 {
+		hdr, err := nats.DecodeHeadersMsg(m.Header)
+		if err != nil {
+			return nil, fmt.Errorf("stream %q seq %d: headers: %w", a.stream, m.Sequence, err)
+		}
+		out.Header = hdr
+	}
+	return out, nil
+}
+
+// seqAtOrAfter returns the first sequence stored at or after t.
+func (a *api) seqAtOrAfter(ctx context.Context, t time.Time) (uint64, bool, error) {
+	t = t.UTC()
+	m, err := a.msgGet(ctx, msgGetRequest{StartTime: &t})
+	if errors.Is(err, errNoMessage) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return m.Seq, true, nil
+}
+
+// directHeaders are the headers direct get appends after the stored ones.
+var directHeaders = []string{
+	jetstream.StreamHeader, jetstream.SubjectHeader, jetstream.SequenceHeader,
+	jetstream.TimeStampHeaer, "Nats-Num-Pending", "Nats-Last-Sequence",
+}
+
+// fromDirect turns a direct get reply into the stored message: the
+// server's values are the last of each appended header, and removing them
+// leaves the headers as stored.
+func fromDirect(stream string, msg *nats.Msg) (*envelope.Message, uint64, error) {
+	hdr := msg.Header
+	last := func(name string) string {
+		vs := hdr[name]
+		if len(vs) == 0 {
+			return ""
+		}
+		v := vs[len(vs)-1]
+		if len(vs) == 1 {
+			delete(hdr, name)
+		} else {
+			hdr[name] = vs[:len(vs)-1]
+		}
+		return v
+	}
+	var vals [6]string
+	for i, name := range directHeaders {
+		vals[i] = last(name)
+	}
+	seq, err := strconv.ParseUint(vals[2], 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %q: direct get: bad sequence %q", stream, vals[2])
+	}
+	ts, err := time.Parse(time.RFC3339Nano, vals[3])
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %q: direct get: bad time %q", stream, vals[3])
+	}
+	pending, _ := strconv.ParseUint(vals[4], 10, 64)
+	if len(hdr) == 0 {
+		hdr = nil
+	}
+	return &envelope.Message{Stream: stream, Seq: seq, Subject: vals[1], Time: ts, Header: hdr, Data: msg.Data}, pending, nil
+}
+
+// directStatus classifies a reply without payload: end of batch, no
+// messages, or an error.
+func directStatus(msg *nats.Msg) (eob, none bool, err error) {
+	if len(msg.Data) != 0 || msg.Header == nil {
+		return false, false, nil
+	}
+	switch msg.Header.Get("Status") {
+	case "":
+		return false, false, nil
+	case "204":
+		return true, false, nil
+	case "404":
+		return false, true, nil
+	default:
+		return false, false, fmt.Errorf("direct get: %s %s", msg.Header.Get("Status"), msg.Header.Get("Description"))
+	}
+}
+
+// directBatch is one batched direct get on sub's inbox. It calls emit for
+// each message and returns how many came.
+func (a *api) directBatch(ctx context.Context, sub *nats.Subscription, req msgGetRequest, emit func(*envelope.Message, uint64) (bool, error)) (int, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, err
+	}
+	if err := a.nc.PublishRequest(a.prefix+"DIRECT.GET."+a.stream, sub.Subject, body); err != nil {
+		return 0, err
+	}
+	n := 0
+	stopped := false
+	for {
+		wctx, cancel := a.withTimeout(ctx)
+		msg, err := sub.NextMsgWithContext(wctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return n, fmt.Errorf("stream %q: direct get: no reply within %s", a.stream, a.timeout)
+			}
+			return n, err
+		}
+		eob, none, err := directStatus(msg)
+		switch {
+		case err != nil:
+			return n, fmt.Errorf("stream %q: %w", a.stream, err)
+		case eob || none:
+			return n, nil
+		}
+		if stopped {
+			continue // drain the rest of the batch up to its end marker
+		}
+		m, pending, err := fromDirect(a.stream, msg)
+		if err != nil {
+			return n, err
+		}
+		n++
+		more, err := emit(m, pending)
+		if err != nil {
+			return n, err
+		}
+		stopped = !more
+	}
+}
+
+// countFrom counts the messages matching subjects from seq on.
+func (a *api) countFrom(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamInfo, subjects []string, seq uint64) (uint64, error) {
+	if len(subjects) == 0 {
+		subjects = []string{">"}
+	}
+	if info.Config.AllowDirect {
+		sub, err := a.nc.SubscribeSync(a.nc.NewRespInbox())
+		if err != nil {
+			return 0, err
+		}
+		defer sub.Unsubscribe()
+		var total uint64
+		for _, subj := range subjects {
+			_, err := a.directBatch(ctx, sub, msgGetRequest{Seq: seq, Batch: 1, NextFor: subj}, func(_ *envelope.Message, pending uint64) (bool, error) {
+				total += pending + 1
+				return false, nil
+			})
+			if err != nil {
+				return 0, err
+			}
+		}
+		return total, nil
+	}
+	if info.Config.Retention == jetstream.WorkQueuePolicy {
+		return 0, fmt.Errorf("stream %q: %w: --last with subjects or deleted messages on a workqueue stream needs allow_direct", a.stream, ErrUnsupported)
+	}
+	s, err := js.Stream(ctx, a.stream)
+	if err != nil {
+		return 0, err
+	}
+	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       seq,
+		FilterSubjects:    subjects,
+		InactiveThreshold: 10 * time.Second,
+		MemoryStorage:     true,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: counting messages: %w", a.stream, err)
+	}
+	defer s.DeleteConsumer(context.WithoutCancel(ctx), c.CachedInfo().Name)
+	return c.CachedInfo().NumPending, nil
+}

@@ -1,0 +1,281 @@
+package replay
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+)
+
+// Options shape a replay beyond its range and sink.
+type Options struct {
+	// Filter keeps a message when it returns true.
+	Filter func(*envelope.Message) (bool, error)
+	// Rate limits messages per second (0: as fast as possible).
+	Rate float64
+	// PaceOriginal reproduces the gaps between the messages' times,
+	// divided by Speed (default 1) and capped at MaxGap (if set).
+	PaceOriginal bool
+	Speed        float64
+	MaxGap       time.Duration
+	// CheckpointPath, when set, records the sink's floor there while the
+	// replay runs and when it ends.
+	CheckpointPath string
+	// Target names the sink in the checkpoint file.
+	Target string
+	// Progress, when set, is called about every 200ms and at the end.
+	Progress func(Summary)
+}
+
+// Summary is what a replay did.
+type Summary struct {
+	Stream     string            `json:"stream"`
+	FirstSeq   uint64            `json:"first_seq"`
+	LastSeq    uint64            `json:"last_seq"`
+	Read       uint64            `json:"read"`
+	Messages   uint64            `json:"messages"`
+	Bytes      uint64            `json:"bytes"`
+	Failed     []uint64          `json:"failed,omitempty"`
+	Checkpoint uint64            `json:"checkpoint,omitempty"`
+	Subjects   map[string]uint64 `json:"subjects,omitempty"`
+	Seconds    float64           `json:"seconds"`
+	PerSecond  float64           `json:"messages_per_second"`
+	// Resumed is the sequence a checkpoint made this run start after.
+	Resumed uint64 `json:"resumed_after,omitempty"`
+}
+
+const checkpointEvery = 200 * time.Millisecond
+
+// Source yields messages to a replay: a stream range or a dump file.
+type Source func(ctx context.Context, emit Emit) error
+
+// StreamSource reads r from js.
+func StreamSource(js jetstream.JetStream, r Range) Source {
+	return func(ctx context.Context, emit Emit) error { return Read(ctx, js, r, emit) }
+}
+
+// FileSource reads JSON lines written by a replay dump, skipping messages
+// at or below after (a checkpoint).
+func FileSource(rd io.Reader, after uint64) Source {
+	return func(ctx context.Context, emit Emit) error {
+		sc := bufio.NewScanner(rd)
+		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+		line := 0
+		for sc.Scan() {
+			line++
+			if len(sc.Bytes()) == 0 {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			m, err := envelope.ParseLine(sc.Bytes())
+			if err != nil {
+				return fmt.Errorf("line %d: %w", line, err)
+			}
+			if m.Seq != 0 && m.Seq <= after {
+				continue
+			}
+			if err := emit(m); err != nil {
+				return err
+			}
+		}
+		return sc.Err()
+	}
+}
+
+// Run passes every message from src through the filter and pacing to sink,
+// checkpointing as it goes. Interrupted (ctx cancelled), it stops reading,
+// waits for what is in flight, writes the checkpoint and returns ctx's
+// error with the summary.
+func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) (Summary, error) {
+	start := time.Now()
+	var limiter *rate.Limiter
+	if opts.Rate > 0 {
+		burst := max(1, int(opts.Rate/50))
+		limiter = rate.NewLimiter(rate.Limit(opts.Rate), burst)
+	}
+	speed := opts.Speed
+	if speed <= 0 {
+		speed = 1
+	}
+	var prevTime time.Time
+	var lastRead uint64
+	lastCheck := time.Now()
+
+	checkpoint := func() error {
+		cp := sink.Floor(lastRead)
+		if cp < sum.Checkpoint {
+			cp = sum.Checkpoint
+		}
+		sum.Checkpoint = cp
+		if opts.CheckpointPath == "" || cp == 0 {
+			return nil
+		}
+		return SaveCheckpoint(opts.CheckpointPath, Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.Target})
+	}
+	progress := func() {
+		if opts.Progress != nil {
+			s := sum
+			s.Seconds = time.Since(start).Seconds()
+			opts.Progress(s)
+		}
+	}
+
+	err := src(ctx, func(m *envelope.Message) error {
+		sum.Read++
+		if opts.Filter != nil {
+			keep, err := opts.Filter(m)
+			if err != nil {
+				return err
+			}
+			if !keep {
+				lastRead = m.Seq
+				return nil
+			}
+		}
+		if limiter != nil {
+			if err := limiter.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		if opts.PaceOriginal {
+			if !prevTime.IsZero() && m.Time.After(prevTime) {
+				gap := time.Duration(float64(m.Time.Sub(prevTime)) / speed)
+				if opts.MaxGap > 0 && gap > opts.MaxGap {
+					gap = opts.MaxGap
+				}
+				if err := sleep(ctx, gap); err != nil {
+					return err
+				}
+			}
+			prevTime = m.Time
+		}
+		if err := sink.Write(ctx, m); err != nil {
+			return err
+		}
+		lastRead = m.Seq
+		sum.Messages++
+		sum.Bytes += uint64(len(m.Data))
+		if time.Since(lastCheck) >= checkpointEvery {
+			lastCheck = time.Now()
+			if err := checkpoint(); err != nil {
+				return err
+			}
+			progress()
+		}
+		return nil
+	})
+
+	// Finish what is in flight even when interrupted: nothing half-done.
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if cerr := sink.Close(closeCtx); cerr != nil && err == nil {
+		err = cerr
+	}
+	if cerr := checkpoint(); cerr != nil && err == nil {
+		err = cerr
+	}
+	sum.Failed = sink.Failed()
+	sum.Messages -= uint64(len(sum.Failed))
+	if st, ok := sink.(*StatsSink); ok {
+		sum.Subjects = st.Subjects
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	if sum.Seconds > 0 {
+		sum.PerSecond = float64(sum.Messages) / sum.Seconds
+	}
+	progress()
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return sum, err
+}
+
+// Checkpoint is what --checkpoint files hold.
+type Checkpoint struct {
+	Version int    `json:"version"`
+	Stream  string `json:"stream"`
+	// LastSeq is the last sequence done: every message up to it is written
+	// (acknowledged, when republishing).
+	LastSeq uint64 `json:"last_seq"`
+	// ToSeq is the end of the range, fixed when the first run started.
+	ToSeq   uint64    `json:"to_seq"`
+	Target  string    `json:"target,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+// LoadCheckpoint reads a checkpoint file; a missing file is (nil, nil).
+func LoadCheckpoint(path string) (*Checkpoint, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return &cp, nil
+}
+
+// SaveCheckpoint writes cp atomically: a crash leaves the old or the new
+// file, never half of one.
+func SaveCheckpoint(path string, cp Checkpoint) error {
+	cp.Version = 1
+	cp.Updated = time.Now().UTC()
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Resume narrows r to what a checkpoint left to do: after its last
+// sequence, up to the end fixed when the first run started.
+func Resume(r Range, cp *Checkpoint) (Range, error) {
+	if cp == nil {
+		return r, nil
+	}
+	if cp.Stream != r.Stream {
+		return r, fmt.Errorf("checkpoint is for stream %q, not %q", cp.Stream, r.Stream)
+	}
+	r.First = max(r.First, cp.LastSeq+1)
+	if !r.Follow && cp.ToSeq > 0 {
+		r.Last = cp.ToSeq
+	}
+	return r, nil
+}

@@ -1,0 +1,96 @@
+package replay
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+)
+
+func TestTargetSubject(t *testing.T) {
+	tests := []struct{ to, subject, want string }{
+		{"copy", "orders.created", "copy"},
+		{"replayed.{subject}", "orders.created", "replayed.orders.created"},
+		{"restore.>", "orders.created", "restore.orders.created"},
+		{"a.{subject}.b", "x", "a.x.b"},
+	}
+	for _, tt := range tests {
+		if got := TargetSubject(tt.to, tt.subject); got != tt.want {
+			t.Errorf("TargetSubject(%q, %q) = %q, want %q", tt.to, tt.subject, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "a.*", ">", "a..b", "a b"} {
+		if ValidateTarget(bad) == nil {
+			t.Errorf("ValidateTarget(%q) accepted", bad)
+		}
+	}
+	for _, good := range []string{"a", "restore.>", "x.{subject}"} {
+		if err := ValidateTarget(good); err != nil {
+			t.Errorf("ValidateTarget(%q) = %v", good, err)
+		}
+	}
+}
+
+func TestMatchSubject(t *testing.T) {
+	tests := []struct {
+		filter, subject string
+		want            bool
+	}{
+		{"orders.*", "orders.created", true},
+		{"orders.*", "orders.created.eu", false},
+		{"orders.>", "orders.created.eu", true},
+		{"orders.>", "orders", false},
+		{"orders.created", "orders.created", true},
+		{"*.created", "orders.created", true},
+		{">", "a", true},
+	}
+	for _, tt := range tests {
+		if got := matchSubject(tt.filter, tt.subject); got != tt.want {
+			t.Errorf("matchSubject(%q, %q) = %v", tt.filter, tt.subject, got)
+		}
+	}
+	if !subjectMatches(nil, "anything") {
+		t.Error("no filters should match everything")
+	}
+}
+
+type recordingSink struct {
+	StatsSink
+	seqs []uint64
+}
+
+func (r *recordingSink) Write(ctx context.Context, m *envelope.Message) error {
+	r.seqs = append(r.seqs, m.Seq)
+	return r.StatsSink.Write(ctx, m)
+}
+
+func TestRunFiltersAndCountsFromFile(t *testing.T) {
+	dump := ""
+	for i, subj := range []string{"a.x", "a.y", "a.x"} {
+		dump += string((&envelope.Message{Stream: "S", Seq: uint64(i + 1), Subject: subj, Data: []byte("d")}).AppendJSON(nil))
+	}
+	sink := &recordingSink{}
+	keepX := func(m *envelope.Message) (bool, error) { return m.Subject == "a.x", nil }
+	sum, err := Run(context.Background(), FileSource(strings.NewReader(dump), 1), sink, Summary{Stream: "S"}, Options{Filter: keepX})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Read != 2 || sum.Messages != 1 || sum.Bytes != 1 || len(sink.seqs) != 1 || sink.seqs[0] != 3 {
+		t.Errorf("summary %+v, written %v", sum, sink.seqs)
+	}
+	if sum.Checkpoint != 3 {
+		t.Errorf("checkpoint = %d, want 3 (filtered messages count as done)", sum.Checkpoint)
+	}
+}
+
+func TestResume(t *testing.T) {
+	r := Range{Stream: "S", First: 1, Last: 900}
+	got, err := Resume(r, &Checkpoint{Stream: "S", LastSeq: 400, ToSeq: 500})
+	if err != nil || got.First != 401 || got.Last != 500 {
+		t.Errorf("Resume = %+v, %v", got, err)
+	}
+	if _, err := Resume(r, &Checkpoint{Stream: "T"}); err == nil {
+		t.Error("a checkpoint of another stream was accepted")
+	}
+}
