@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/itchyny/gojq"
 	"github.com/olekukonko/tablewriter"
@@ -82,11 +83,13 @@ func validFormat(f string) bool {
 	return false
 }
 
-// CompilePredicate compiles a jq program used as a filter: a message is
-// kept when the program's first result is neither false nor null. A
-// program that fails on a message (e.g. indexes a string) does not keep
-// it. An empty expression gives a nil predicate.
-func CompilePredicate(expr string) (func(input any) bool, error) {
+// CompilePredicate compiles a jq program used as a filter: an item is kept
+// when the program's first result is neither false nor null. A program that
+// fails on an item (e.g. indexes a text payload) does not keep it, and
+// onError, if set, hears of the failure: streams mix JSON and text, and a
+// wait for one item must not die on another. An empty expression gives a
+// nil predicate.
+func CompilePredicate(expr string, onError func(error)) (func(input any) bool, error) {
 	if expr == "" {
 		return nil, nil
 	}
@@ -99,11 +102,25 @@ func CompilePredicate(expr string) (func(input any) bool, error) {
 		if !ok {
 			return false
 		}
-		if _, isErr := v.(error); isErr {
+		if err, isErr := v.(error); isErr {
+			if onError != nil {
+				onError(err)
+			}
 			return false
 		}
 		return v != nil && v != false
 	}, nil
+}
+
+// WarnOnce returns an onError for CompilePredicate that writes one warning
+// to w, the first time a filter fails.
+func WarnOnce(w io.Writer) func(error) {
+	var once sync.Once
+	return func(err error) {
+		once.Do(func() {
+			fmt.Fprintf(w, "jetctl: warning: --filter failed (%v); items it fails on do not match\n", err)
+		})
+	}
 }
 
 // AppendJQ runs the --jq program on a value already in generic JSON form

@@ -212,7 +212,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if err != nil {
 		return err
 	}
-	filter, err := output.CompilePredicate(o.filter)
+	filter, err := output.CompilePredicate(o.filter, output.WarnOnce(f.IO.ErrOut))
 	if err != nil {
 		return err
 	}

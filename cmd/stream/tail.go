@@ -74,7 +74,7 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if o.wait < 0 {
 		return exitcode.UsageErrorf("--wait must be positive")
 	}
-	filter, err := output.CompilePredicate(o.filter)
+	filter, err := output.CompilePredicate(o.filter, output.WarnOnce(f.IO.ErrOut))
 	if err != nil {
 		return err
 	}

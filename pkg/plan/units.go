@@ -3,44 +3,19 @@ package plan
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
-var dayPrefix = regexp.MustCompile(`^(\d+(?:\.\d+)?)d(.*)$`)
-
 // ParseDuration reads a duration as plan files write it: Go durations
-// ("30s", "1h30m", "500ms") plus days ("7d", "1d12h"). "0" is zero.
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "0" {
-		return 0, nil
-	}
-	var days time.Duration
-	if m := dayPrefix.FindStringSubmatch(s); m != nil {
-		n, err := strconv.ParseFloat(m[1], 64)
-		if err != nil || n*24 > float64(math.MaxInt64/int64(time.Hour)) {
-			return 0, fmt.Errorf("invalid duration %q", s)
-		}
-		days = time.Duration(n * float64(24*time.Hour))
-		s = m[2]
-		if s == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("invalid duration %q (use e.g. 30s, 2m, 7d, 1h30m)", strings.TrimSpace(s))
-	}
-	if days > 0 && d > math.MaxInt64-days {
-		return 0, fmt.Errorf("invalid duration %q", s)
-	}
-	return days + d, nil
-}
+// ("30s", "1h30m", "500ms") plus days and weeks ("7d", "1d12h"). "0" is
+// zero.
+func ParseDuration(s string) (time.Duration, error) { return units.ParseDuration(s) }
 
 // FormatDuration writes d the way plan files do: whole days as "7d",
 // otherwise Go's form without zero units ("1h30m", "2m", "30s").

@@ -37,7 +37,7 @@ func ParseDuration(s string) (time.Duration, error) {
 			continue
 		}
 		if n < 0 || n*float64(unit.size) > math.MaxInt64 {
-			return 0, fmt.Errorf("invalid duration %q", in)
+			return 0, fmt.Errorf("invalid duration %q (use e.g. 30s, 2m, 7d, 1h30m)", in)
 		}
 		total += time.Duration(n * float64(unit.size))
 		rest = rest[i+1:]
@@ -45,7 +45,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	if rest != "" {
 		d, err := time.ParseDuration(rest)
 		if err != nil || d < 0 || total > math.MaxInt64-d {
-			return 0, fmt.Errorf("invalid duration %q (use e.g. 30s, 15m, 2h, 7d)", in)
+			return 0, fmt.Errorf("invalid duration %q (use e.g. 30s, 2m, 7d, 1h30m)", in)
 		}
 		total += d
 	}
