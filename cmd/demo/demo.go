@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ type Env struct {
 	JS  jetstream.JetStream
 	out io.Writer
 	run Runner
+	// tmp is a scratch directory for files steps write; "{tmp}" in a
+	// step's arguments stands for it.
+	tmp string
 }
 
 // Step is one step of the demo: a jetctl command line, or Go code standing
@@ -85,7 +89,12 @@ func Run(ctx context.Context, out io.Writer, run Runner, steps []Step) error {
 	if err != nil {
 		return err
 	}
-	env := &Env{URL: srv.URL(), JS: js, out: out, run: run}
+	tmp, err := os.MkdirTemp("", "jetctl-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	env := &Env{URL: srv.URL(), JS: js, out: out, run: run, tmp: tmp}
 
 	for i, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -110,8 +119,12 @@ func (env *Env) runStep(ctx context.Context, s Step) error {
 		fmt.Fprintf(env.out, "      %s\n", result)
 	}
 	if len(s.Args) > 0 {
-		fmt.Fprintf(env.out, "$ jetctl %s\n", shellJoin(s.Args))
-		if err := env.run(ctx, env.URL, s.Args, env.out); err != nil {
+		args := make([]string, len(s.Args))
+		for i, a := range s.Args {
+			args[i] = strings.ReplaceAll(a, "{tmp}", env.tmp)
+		}
+		fmt.Fprintf(env.out, "$ jetctl %s\n", shellJoin(args))
+		if err := env.run(ctx, env.URL, args, env.out); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,63 @@ func Steps() []Step {
 			Title: "The same as JSON, narrowed with jq",
 			Args:  []string{"status", "--jq", `.streams[] | {name, messages}`},
 		},
+		{
+			Title: "Incident timeline: the last cancelled orders of the past five minutes",
+			Args:  []string{"replay", "ORDERS", "--since", "5m", "--subject", "orders.cancelled", "--last", "3", "--jq", `"\(.seq) \(.time) \(.data.order_id)"`},
+		},
+		{
+			Title: "Re-feed a projector: republish the paid orders to a reprocessing subject, resumably",
+			Do:    createReprocessStream,
+			Args:  []string{"replay", "ORDERS", "--subject", "orders.paid", "--to", "reprocess.{subject}", "--rate", "2000/s", "--checkpoint", "{tmp}/reprocess.ckpt"},
+		},
+		{
+			Title: "A CI job waits for an event: order ord-00042 shows up",
+			Args:  []string{"stream", "tail", "ORDERS", "--from-seq", "1", "--filter", `.data.order_id == "ord-00042"`, "--count", "1", "--wait", "10s", "--jq", ".data"},
+		},
+		{
+			Title: "Operators change the config bucket over a deploy",
+			Do:    changeConfig,
+		},
+		{
+			Title: "The key's history, full values in JSON",
+			Args:  []string{"kv", "history", "config", "deploy.status", "-o", "jsonl", "--jq", `"\(.revision) \(.op) \(.value.state) \(.value.version)"`},
+		},
+		{
+			Title: "What changed between the last two revisions",
+			Args:  []string{"kv", "diff", "config", "deploy.status"},
+		},
+		{
+			Title: "Wait until the deploy says ready (exit 0), as a CI job would",
+			Args:  []string{"kv", "tail", "config", "deploy.status", "--filter", `.value.state == "ready"`, "--count", "1", "--wait", "10s"},
+		},
 	}
+}
+
+func createReprocessStream(ctx context.Context, env *Env) (string, error) {
+	_, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "REPROCESS", Subjects: []string{"reprocess.>"}})
+	if err != nil {
+		return "", err
+	}
+	return "stream REPROCESS on reprocess.> (the projector's input)", nil
+}
+
+// changeConfig stands for operators editing the deploy status during a
+// rollout.
+func changeConfig(ctx context.Context, env *Env) (string, error) {
+	kv, err := env.JS.KeyValue(ctx, "config")
+	if err != nil {
+		return "", err
+	}
+	for _, v := range []string{
+		`{"state":"rolling","version":"1.4.0","replicas":3}`,
+		`{"state":"rolling","version":"1.4.1","replicas":3}`,
+		`{"state":"ready","version":"1.4.1","replicas":5}`,
+	} {
+		if _, err := kv.PutString(ctx, "deploy.status", v); err != nil {
+			return "", err
+		}
+	}
+	return "3 revisions of deploy.status: rolling 1.4.0, rolling 1.4.1, ready 1.4.1 with 5 replicas", nil
 }
 
 // Order is the event the demo's outbox relay publishes.

@@ -1,0 +1,449 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/kv"
+	"github.com/jetctl/jetctl/pkg/natsconn"
+)
+
+// diffValueWidth is where text output cuts the values of added and
+// deleted keys; -o json shows them whole.
+const diffValueWidth = 120
+
+// diffFlags are `kv diff`'s flags as given.
+type diffFlags struct {
+	fromRev, toRev                         uint64
+	since, at, to                          string
+	keys                                   []string
+	against, againstServer, againstContext string
+	exitCode                               bool
+}
+
+// diffMode is what a `kv diff` compares, checked and typed.
+type diffMode struct {
+	revisions *kv.RevisionDiffConfig
+	times     *kv.TimeDiffConfig
+	buckets   *kv.BucketsDiffConfig
+	// other is the connection for --against-server or --against-context.
+	other *natsconn.Options
+}
+
+func newDiffCmd(f *factory.Factory) *cobra.Command {
+	var fl diffFlags
+	c := &cobra.Command{
+		Use:   "diff BUCKET [KEY]",
+		Short: "compare two revisions of a key, a bucket at two times, or two buckets",
+		Long: `Compare values, JSON-aware, in one of three ways.
+
+Two revisions of a key (KEY given): --from-rev and --to-rev pick them; by
+default the revision before the latest against the latest. A revision that
+does not exist, or that belongs to another key, is exit 3. A key with only
+one revision left (a new key, or a bucket with history 1) is compared
+against no value.
+
+A bucket at two times: --since 1h (or --at TIME) against now, or against
+--to TIME. Shows keys added, deleted and changed; KEY or --key narrows the
+keys. The state at a time is each key's last revision before it; a bucket
+that keeps few revisions per key may no longer hold that state, and jetctl
+warns when it cannot tell.
+
+Two buckets: --against OTHER, on the same server, on --against-server URL or
+on the server of --against-context NAME (a natscli context). Shows keys
+only in BUCKET, only in OTHER, different, and a count of identical keys.
+
+JSON values are diffed by path (~ .spec.replicas: 3 → 5, + added keys,
+- removed keys, array elements by index); JSON documents equal but for
+spacing or key order are equal. Other text gets a unified diff, binary values
+their sizes and SHA-256 hashes. -o json gives the changes as
+{path, op, before, after} objects (see docs/kv.md).
+
+--exit-code exits 8 when there are differences and 0 when there are none;
+errors stay 1 (or 2, 3).`,
+		Example: `  jetctl kv diff cfg app.config
+  jetctl kv diff cfg app.config --from-rev 12 --to-rev 15 -o json
+  jetctl kv diff cfg --since 1h
+  jetctl kv diff cfg --at 2025-06-01T12:00:00Z --to 2025-06-02T12:00:00Z --key 'app.>'
+  jetctl kv diff cfg --against cfg-backup --exit-code
+  jetctl kv diff cfg --against cfg --against-context staging`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: bucketArg(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mode, err := fl.mode(cmd, args)
+			if err != nil {
+				return err
+			}
+			p, err := f.Printer("table")
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			js, err := f.JetStream(ctx)
+			if err != nil {
+				return err
+			}
+			var differs bool
+			switch {
+			case mode.revisions != nil:
+				differs, err = runRevisionDiff(ctx, f, p, js, mode.revisions)
+			case mode.times != nil:
+				differs, err = runTimeDiff(ctx, f, p, js, mode.times)
+			default:
+				other := js
+				if mode.other != nil {
+					if other, err = connectOther(ctx, f, *mode.other); err != nil {
+						return err
+					}
+				}
+				differs, err = runBucketsDiff(ctx, f, p, js, other, mode)
+			}
+			if err != nil {
+				return err
+			}
+			if differs && fl.exitCode {
+				return exitcode.Silent(exitcode.Changes)
+			}
+			return nil
+		},
+	}
+	fs := c.Flags()
+	fs.Uint64Var(&fl.fromRev, "from-rev", 0, "older revision of KEY (default: the one before --to-rev)")
+	fs.Uint64Var(&fl.toRev, "to-rev", 0, "newer revision of KEY (default: the latest)")
+	fs.StringVar(&fl.since, "since", "", "compare the bucket as it was this long ago (90s, 30m, 7d) with now")
+	fs.StringVar(&fl.at, "at", "", "compare the bucket as it was at this RFC 3339 time with now")
+	fs.StringVar(&fl.to, "to", "", "with --since or --at: compare with this RFC 3339 time instead of now")
+	fs.StringArrayVar(&fl.keys, "key", nil, "with --since, --at or --against: only keys matching this pattern (repeatable)")
+	fs.StringVar(&fl.against, "against", "", "compare with this bucket's current state")
+	fs.StringVar(&fl.againstServer, "against-server", "", "with --against: the other bucket is on this server")
+	fs.StringVar(&fl.againstContext, "against-context", "", "with --against: the other bucket is on this natscli context's server")
+	fs.BoolVar(&fl.exitCode, "exit-code", false, "exit 8 when there are differences, 0 when there are none")
+	_ = c.RegisterFlagCompletionFunc("against", f.CompleteBuckets())
+	return c
+}
+
+// mode checks the flags and arguments, before anything connects, and
+// decides what to compare.
+func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) {
+	bucket := args[0]
+	if err := checkBucket(bucket); err != nil {
+		return nil, err
+	}
+	keys := fl.keys
+	if len(args) == 2 {
+		keys = append([]string{args[1]}, keys...)
+	}
+	changed := func(names ...string) string {
+		for _, n := range names {
+			if cmd.Flags().Changed(n) {
+				return "--" + n
+			}
+		}
+		return ""
+	}
+	timeFlag := changed("since", "at")
+	revFlag := changed("from-rev", "to-rev")
+	conflict := func(a, b string) error {
+		return exitcode.UsageErrorf("%s and %s cannot be used together", a, b)
+	}
+	if fl.since != "" && fl.at != "" {
+		return nil, conflict("--since", "--at")
+	}
+	if fl.againstServer != "" && fl.againstContext != "" {
+		return nil, conflict("--against-server", "--against-context")
+	}
+	if f := changed("against-server", "against-context"); f != "" && fl.against == "" {
+		return nil, exitcode.UsageErrorf("%s needs --against BUCKET", f)
+	}
+	if fl.to != "" && timeFlag == "" {
+		return nil, exitcode.UsageErrorf("--to needs --since or --at")
+	}
+
+	switch {
+	case fl.against != "":
+		if timeFlag != "" {
+			return nil, conflict("--against", timeFlag)
+		}
+		if revFlag != "" {
+			return nil, conflict("--against", revFlag)
+		}
+		if err := checkBucket(fl.against); err != nil {
+			return nil, err
+		}
+		if err := checkKeys(keys, true); err != nil {
+			return nil, err
+		}
+		m := &diffMode{buckets: &kv.BucketsDiffConfig{Left: bucket, Right: fl.against, Keys: keys}}
+		if fl.againstServer != "" {
+			m.other = &natsconn.Options{Server: fl.againstServer, NoContext: true}
+		} else if fl.againstContext != "" {
+			m.other = &natsconn.Options{Context: fl.againstContext}
+		}
+		return m, nil
+
+	case timeFlag != "":
+		if revFlag != "" {
+			return nil, conflict(timeFlag, revFlag)
+		}
+		if err := checkKeys(keys, true); err != nil {
+			return nil, err
+		}
+		cfg := &kv.TimeDiffConfig{Bucket: bucket, Keys: keys}
+		now := time.Now()
+		if fl.since != "" {
+			d, err := parseDuration("since", fl.since)
+			if err != nil {
+				return nil, err
+			}
+			cfg.From = now.Add(-d)
+		} else {
+			t, err := parseTime("at", fl.at)
+			if err != nil {
+				return nil, err
+			}
+			cfg.From = t
+		}
+		if fl.to != "" {
+			t, err := parseTime("to", fl.to)
+			if err != nil {
+				return nil, err
+			}
+			if !t.After(cfg.From) {
+				return nil, exitcode.UsageErrorf("--to %s is not after %s", fl.to, cfg.From.UTC().Format(time.RFC3339))
+			}
+			cfg.To = t
+		}
+		return &diffMode{times: cfg}, nil
+	}
+
+	if len(fl.keys) > 0 {
+		return nil, exitcode.UsageErrorf("--key needs --since, --at or --against; to compare revisions give KEY as an argument")
+	}
+	if len(args) < 2 {
+		return nil, exitcode.UsageErrorf("give a KEY to compare its revisions, or --since, --at or --against to compare buckets (see 'jetctl kv diff --help')")
+	}
+	if err := checkKeys(keys, false); err != nil {
+		return nil, err
+	}
+	return &diffMode{revisions: &kv.RevisionDiffConfig{Bucket: bucket, Key: args[1], FromRev: fl.fromRev, ToRev: fl.toRev}}, nil
+}
+
+// connectOther opens the connection to the server of the other bucket; it
+// closes with the command.
+func connectOther(ctx context.Context, f *factory.Factory, o natsconn.Options) (jetstream.JetStream, error) {
+	o.Timeout = f.Conn.Timeout
+	r, err := natsconn.Resolve(o)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := r.Connect(ctx, "jetctl")
+	if err != nil {
+		return nil, err
+	}
+	f.OnClose(nc.Close)
+	return r.JetStream(nc)
+}
+
+func runRevisionDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, cfg *kv.RevisionDiffConfig) (bool, error) {
+	d, err := kv.DiffRevisions(ctx, js, *cfg)
+	if err != nil {
+		return false, err
+	}
+	if d.From == nil {
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: note: bucket %q holds no revision of key %q before %d; comparing with no value\n", d.Bucket, d.Key, d.To.Revision)
+	}
+	changes := d.Changes
+	if changes == nil {
+		changes = []kv.Change{}
+	}
+	return len(changes) > 0, printItems(f, p, changes, func(w io.Writer) {
+		if len(changes) == 0 {
+			return
+		}
+		if changes[0].Unified == "" {
+			fmt.Fprintf(w, "--- %s\n+++ %s\n", revisionLabel(d.Bucket, d.Key, d.From), revisionLabel(d.Bucket, d.Key, d.To))
+		}
+		for _, c := range changes {
+			fmt.Fprintln(w, c.String())
+		}
+	})
+}
+
+func revisionLabel(bucket, key string, e *kv.Entry) string {
+	if e == nil {
+		return fmt.Sprintf("%s/%s (no value)", bucket, key)
+	}
+	label := fmt.Sprintf("%s/%s@%d", bucket, key, e.Revision)
+	if e.Op != kv.OpPut {
+		label += " (" + string(e.Op) + ")"
+	}
+	return label
+}
+
+func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, cfg *kv.TimeDiffConfig) (bool, error) {
+	d, err := kv.DiffTimes(ctx, js, *cfg)
+	if err != nil {
+		return false, err
+	}
+	to := cfg.To
+	if to.IsZero() {
+		to = time.Now()
+	}
+	out := timeDiffJSON{
+		Bucket:  cfg.Bucket,
+		From:    cfg.From.UTC().Format(time.RFC3339Nano),
+		To:      to.UTC().Format(time.RFC3339Nano),
+		Added:   keyValues(d.OnlyRight),
+		Deleted: keyValues(d.OnlyLeft),
+		Changed: []changedJSON{},
+	}
+	for _, c := range d.Changed {
+		out.Changed = append(out.Changed, changedJSON{Key: c.Key, FromRevision: c.Left.Revision, ToRevision: c.Right.Revision, Changes: c.Changes})
+	}
+	summary := fmt.Sprintf("%d added, %d deleted, %d changed", len(d.OnlyRight), len(d.OnlyLeft), len(d.Changed))
+	return report(f, p, d, out, summary)
+}
+
+func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js, other jetstream.JetStream, mode *diffMode) (bool, error) {
+	cfg := mode.buckets
+	d, err := kv.DiffBuckets(ctx, js, other, *cfg)
+	if err != nil {
+		return false, err
+	}
+	out := bucketsDiffJSON{
+		Left:      sideJSON{Bucket: cfg.Left},
+		Right:     sideJSON{Bucket: cfg.Right},
+		OnlyLeft:  keyValues(d.OnlyLeft),
+		OnlyRight: keyValues(d.OnlyRight),
+		Different: []differentJSON{},
+		Identical: d.Identical,
+	}
+	if o := mode.other; o != nil {
+		out.Right.Server = natsconn.RedactURL(o.Server)
+		out.Right.Context = o.Context
+	}
+	for _, c := range d.Changed {
+		out.Different = append(out.Different, differentJSON{Key: c.Key, LeftRevision: c.Left.Revision, RightRevision: c.Right.Revision, Changes: c.Changes})
+	}
+	summary := fmt.Sprintf("%d only in %s, %d only in %s, %d different, %d identical",
+		len(d.OnlyLeft), out.Left.label(), len(d.OnlyRight), out.Right.label(), len(d.Changed), d.Identical)
+	return report(f, p, d, out, summary)
+}
+
+// report prints a bucket diff: its warnings and what it read on stderr,
+// the diff itself on stdout. In text, + is a key only on the right (added),
+// - only on the left (deleted), ~ a key whose value differs.
+func report(f *factory.Factory, p *output.Printer, d *kv.BucketDiff, v any, summary string) (bool, error) {
+	for _, w := range d.Warnings {
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: %s\n", w)
+	}
+	err := printData(f, p, v, func(w io.Writer) {
+		for _, k := range d.OnlyRight {
+			fmt.Fprintf(w, "+ %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+		}
+		for _, k := range d.OnlyLeft {
+			fmt.Fprintf(w, "- %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+		}
+		for _, c := range d.Changed {
+			fmt.Fprintf(w, "~ %s\n", c.Key)
+			for _, ch := range c.Changes {
+				fmt.Fprintln(w, indent(ch.String(), "    "))
+			}
+		}
+		fmt.Fprintln(w, summary)
+	})
+	s := d.Stats
+	rate := ""
+	if secs := s.Elapsed.Seconds(); secs > 0 {
+		rate = fmt.Sprintf(" (%s revisions/s)", humanize.Comma(int64(float64(s.Messages)/secs)))
+	}
+	fmt.Fprintf(f.IO.ErrOut, "read %s, %s, in %s%s\n",
+		plural(s.Messages, "revision"), humanize.IBytes(uint64(s.Bytes)), s.Elapsed.Round(time.Millisecond), rate)
+	return !d.Empty(), err
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return humanize.Comma(int64(n)) + " " + noun + "s"
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// The JSON forms of bucket diffs (documented in docs/kv.md).
+type (
+	timeDiffJSON struct {
+		Bucket  string         `json:"bucket"`
+		From    string         `json:"from"`
+		To      string         `json:"to"`
+		Added   []keyValueJSON `json:"added"`
+		Deleted []keyValueJSON `json:"deleted"`
+		Changed []changedJSON  `json:"changed"`
+	}
+	changedJSON struct {
+		Key          string      `json:"key"`
+		FromRevision uint64      `json:"from_revision"`
+		ToRevision   uint64      `json:"to_revision"`
+		Changes      []kv.Change `json:"changes"`
+	}
+	bucketsDiffJSON struct {
+		Left      sideJSON        `json:"left"`
+		Right     sideJSON        `json:"right"`
+		OnlyLeft  []keyValueJSON  `json:"only_left"`
+		OnlyRight []keyValueJSON  `json:"only_right"`
+		Different []differentJSON `json:"different"`
+		Identical int             `json:"identical"`
+	}
+	sideJSON struct {
+		Bucket  string `json:"bucket"`
+		Server  string `json:"server,omitempty"`
+		Context string `json:"context,omitempty"`
+	}
+	differentJSON struct {
+		Key           string      `json:"key"`
+		LeftRevision  uint64      `json:"left_revision"`
+		RightRevision uint64      `json:"right_revision"`
+		Changes       []kv.Change `json:"changes"`
+	}
+	// keyValueJSON is a key on one side only; value is decoded JSON, text,
+	// or {size, sha256} for binary values.
+	keyValueJSON struct {
+		Key      string `json:"key"`
+		Revision uint64 `json:"revision"`
+		Time     string `json:"time"`
+		Value    any    `json:"value"`
+	}
+)
+
+func keyValues(states []kv.KeyState) []keyValueJSON {
+	out := make([]keyValueJSON, 0, len(states))
+	for _, s := range states {
+		out = append(out, keyValueJSON{Key: s.Key, Revision: s.Revision, Time: s.Time.UTC().Format(time.RFC3339Nano), Value: kv.Raw(s.Value)})
+	}
+	return out
+}
+
+// label names a side in the text summary: the bucket, and its server or
+// context when it is not the main connection's.
+func (s sideJSON) label() string {
+	switch {
+	case s.Server != "":
+		return s.Bucket + " (" + s.Server + ")"
+	case s.Context != "":
+		return s.Bucket + " (context " + s.Context + ")"
+	}
+	return s.Bucket
+}

@@ -1,0 +1,92 @@
+package kv
+
+import (
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/kv"
+)
+
+// historyValueWidth is where the table cuts values; -o json shows them whole.
+const historyValueWidth = 60
+
+func newHistoryCmd(f *factory.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "history BUCKET KEY",
+		Short: "show every revision of a key, with full values in JSON",
+		Long: `Show every revision the bucket keeps of KEY, oldest first: revision, operation
+(PUT, DEL, PURGE), time, size and value.
+
+The table cuts long values with an ellipsis and shows binary values by size;
+-o json, jsonl and yaml show each value whole: a JSON value as the document
+itself, other text as a string, binary values as value_b64. KEY may be a
+pattern (app.*, app.>), which adds a key column.
+
+A bucket or key that does not exist is exit 3.`,
+		Example: `  jetctl kv history cfg app.config
+  jetctl kv history cfg app.config -o json
+  jetctl kv history cfg 'app.>' -o jsonl --jq 'select(.op == "PUT") | .value.version'`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: bucketArg(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg := kv.HistoryConfig{Bucket: args[0], Key: args[1]}
+			if err := checkBucket(cfg.Bucket); err != nil {
+				return err
+			}
+			if err := checkKeys([]string{cfg.Key}, true); err != nil {
+				return err
+			}
+			p, err := f.Printer("table")
+			if err != nil {
+				return err
+			}
+			js, err := f.JetStream(cmd.Context())
+			if err != nil {
+				return err
+			}
+			entries, err := kv.History(cmd.Context(), js, cfg)
+			if err != nil {
+				return err
+			}
+			if p.Format == "jsonl" {
+				return printItems(f, p, entries, nil)
+			}
+			withKey := strings.ContainsAny(cfg.Key, "*>")
+			return p.Print(entries, func() []output.Table { return []output.Table{historyTable(entries, withKey)} })
+		},
+	}
+}
+
+func historyTable(entries []kv.Entry, withKey bool) output.Table {
+	header := []string{"revision", "op", "time", "size", "value"}
+	if withKey {
+		header = append([]string{"key"}, header...)
+	}
+	t := output.Table{Header: header}
+	for _, e := range entries {
+		value := "-"
+		if e.Op == kv.OpPut {
+			value = oneLine(e.Value, historyValueWidth)
+		}
+		cells := []any{e.Revision, string(e.Op), timeText(e.Time), humanize.IBytes(uint64(len(e.Value))), value}
+		if withKey {
+			cells = append([]any{e.Key}, cells...)
+		}
+		t.Row(cells...)
+	}
+	return t
+}
+
+// bucketArg completes the bucket name, the first argument.
+func bucketArg(f *factory.Factory) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return f.CompleteBuckets()(cmd, args, toComplete)
+	}
+}

@@ -1,0 +1,166 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/kv"
+)
+
+// tailFlags are `kv tail`'s flags as given.
+type tailFlags struct {
+	history, updatesOnly, deletes bool
+	since, filter, wait           string
+	fromRev                       uint64
+	count                         int
+}
+
+func newTailCmd(f *factory.Factory) *cobra.Command {
+	var fl tailFlags
+	c := &cobra.Command{
+		Use:   "tail BUCKET [KEY_PATTERN]...",
+		Short: "follow a bucket as JSON lines, with a jq filter, --count and --wait",
+		Long: `Follow a bucket and print each revision as a JSON line:
+
+  {"bucket":"cfg","key":"deploy.status","revision":7,"op":"PUT",
+   "time":"2025-06-01T12:00:00Z","size":18,"value":{"state":"ready"}}
+
+value is the JSON document when the value is JSON, else the text; a binary
+value is value_b64 instead. KEY_PATTERNs (app.*, app.>) narrow the keys.
+
+By default the tail starts with each key's current value, then follows
+updates (like "nats kv watch"); --updates-only skips the current values,
+--history starts from every revision the bucket keeps, --since D from the
+revisions of the last D, --from-rev N from revision N. DEL and PURGE are
+left out unless --deletes.
+
+--filter keeps the revisions for which the jq program is true (neither false
+nor null); a revision on which it fails (e.g. .value.state on a text value)
+does not match, with one warning. The global --jq then transforms what is
+printed. --count N exits 0 after N matches; --wait D gives up after D with
+exit 5. Together they make a CI step that waits for a condition; without
+them the tail runs until interrupted.`,
+		Example: `  jetctl kv tail cfg
+  jetctl kv tail cfg 'app.>' 'deploy.*' --history
+  jetctl kv tail cfg deploy.status --filter '.value.state == "ready"' --count 1 --wait 5m
+  jetctl kv tail cfg --since 1h --deletes --jq '[.key, .op] | @tsv'`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: bucketArg(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, wait, err := fl.config(f, args)
+			if err != nil {
+				return err
+			}
+			p, err := f.Printer("jsonl")
+			if err != nil {
+				return err
+			}
+			if p.Format != "json" && p.Format != "jsonl" {
+				return exitcode.UsageErrorf("kv tail writes JSON lines: -o %s is not supported", p.Format)
+			}
+			ctx := cmd.Context()
+			if wait > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, wait)
+				defer cancel()
+			}
+			js, err := f.JetStream(ctx)
+			matched := 0
+			if err == nil {
+				matched, err = kv.Tail(ctx, js, cfg, func(e kv.Entry) error { return p.Item(e) })
+			}
+			if wait > 0 && errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
+				return waitExpired(cfg, wait, matched)
+			}
+			return err
+		},
+	}
+	fs := c.Flags()
+	fs.BoolVar(&fl.history, "history", false, "start from every revision the bucket keeps")
+	fs.StringVar(&fl.since, "since", "", "start from the revisions of this last period (90s, 30m, 7d)")
+	fs.Uint64Var(&fl.fromRev, "from-rev", 0, "start from this revision")
+	fs.BoolVar(&fl.updatesOnly, "updates-only", false, "skip the current values: only revisions written from now on")
+	fs.BoolVar(&fl.deletes, "deletes", false, "include DEL and PURGE revisions")
+	fs.StringVar(&fl.filter, "filter", "", "keep revisions for which this jq program is true")
+	fs.IntVar(&fl.count, "count", 0, "exit 0 after this many matches")
+	fs.StringVar(&fl.wait, "wait", "", "give up after this long with exit 5 (90s, 5m, 1d)")
+	return c
+}
+
+// config checks the flags before anything connects.
+func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, time.Duration, error) {
+	cfg := kv.TailConfig{Bucket: args[0], Keys: args[1:], Deletes: fl.deletes, Count: fl.count}
+	if err := checkBucket(cfg.Bucket); err != nil {
+		return cfg, 0, err
+	}
+	if err := checkKeys(cfg.Keys, true); err != nil {
+		return cfg, 0, err
+	}
+	var starts []string
+	if fl.history {
+		starts, cfg.Start = append(starts, "--history"), kv.StartHistory
+	}
+	if fl.since != "" {
+		d, err := parseDuration("since", fl.since)
+		if err != nil {
+			return cfg, 0, err
+		}
+		starts, cfg.Start, cfg.Since = append(starts, "--since"), kv.StartTime, time.Now().Add(-d)
+	}
+	if fl.fromRev > 0 {
+		starts, cfg.Start, cfg.FromRev = append(starts, "--from-rev"), kv.StartRevision, fl.fromRev
+	}
+	if fl.updatesOnly {
+		starts, cfg.Start = append(starts, "--updates-only"), kv.StartNew
+	}
+	if len(starts) > 1 {
+		return cfg, 0, exitcode.UsageErrorf("%s and %s cannot be used together", starts[0], starts[1])
+	}
+	if fl.count < 0 {
+		return cfg, 0, exitcode.UsageErrorf("invalid --count %d: must be positive", fl.count)
+	}
+	var wait time.Duration
+	if fl.wait != "" {
+		d, err := parseDuration("wait", fl.wait)
+		if err != nil {
+			return cfg, 0, err
+		}
+		wait = d
+	}
+	// A program that fails on a revision does not match it: buckets mix
+	// JSON and text, and a tail waiting for one key's state must not die on
+	// another's value. The first failure is reported with its revision.
+	var current kv.Entry
+	var warnOnce sync.Once
+	filter, err := output.CompilePredicate(fl.filter, func(err error) {
+		warnOnce.Do(func() {
+			fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: --filter failed on key %q revision %d (%v); such revisions do not match\n", current.Key, current.Revision, err)
+		})
+	})
+	if err != nil {
+		return cfg, 0, err
+	}
+	if filter != nil {
+		cfg.Match = func(e kv.Entry) bool {
+			current = e
+			input, err := e.Generic()
+			return err == nil && filter(input)
+		}
+	}
+	return cfg, wait, nil
+}
+
+func waitExpired(cfg kv.TailConfig, wait time.Duration, matched int) error {
+	if cfg.Count > 0 {
+		return exitcode.Newf(exitcode.Timeout, "bucket %q: --wait %s expired after %d of %d matches", cfg.Bucket, wait, matched, cfg.Count)
+	}
+	return exitcode.Newf(exitcode.Timeout, "bucket %q: --wait %s expired after %d matches", cfg.Bucket, wait, matched)
+}

@@ -1,0 +1,161 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+)
+
+// ChangeOp says what happened at a path.
+type ChangeOp string
+
+// The change operations.
+const (
+	ChangeAdd    ChangeOp = "add"
+	ChangeRemove ChangeOp = "remove"
+	ChangeUpdate ChangeOp = "change"
+)
+
+// Change is one difference between two values. Path is a jq path ("." is
+// the whole value); it names the element in the after value for add and
+// change and in the before value for remove. Before and After are decoded
+// JSON, a string for text, or a BinaryInfo; Unified is the unified diff of
+// two text values.
+type Change struct {
+	Path    string
+	Op      ChangeOp
+	Before  any
+	After   any
+	Unified string
+}
+
+// MarshalJSON writes {path, op, before, after}: before is left out of an
+// add and after out of a remove, because null is a legitimate JSON value.
+func (c Change) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"path":`)
+	writeJSONValue(&b, c.Path)
+	b.WriteString(`,"op":`)
+	writeJSONValue(&b, c.Op)
+	if c.Op != ChangeAdd {
+		b.WriteString(`,"before":`)
+		if err := writeJSONValue(&b, c.Before); err != nil {
+			return nil, err
+		}
+	}
+	if c.Op != ChangeRemove {
+		b.WriteString(`,"after":`)
+		if err := writeJSONValue(&b, c.After); err != nil {
+			return nil, err
+		}
+	}
+	if c.Unified != "" {
+		b.WriteString(`,"unified":`)
+		writeJSONValue(&b, c.Unified)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeJSONValue(b *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+	return nil
+}
+
+// String renders the change for people: `~ .spec.replicas: 3 → 5`,
+// `+ .labels.team: "core"`, `- .debug: true`, or a unified diff for text.
+func (c Change) String() string {
+	if c.Unified != "" {
+		return strings.TrimRight(c.Unified, "\n")
+	}
+	switch c.Op {
+	case ChangeAdd:
+		return fmt.Sprintf("+ %s: %s", c.Path, Compact(c.After))
+	case ChangeRemove:
+		return fmt.Sprintf("- %s: %s", c.Path, Compact(c.Before))
+	}
+	return fmt.Sprintf("~ %s: %s → %s", c.Path, Compact(c.Before), Compact(c.After))
+}
+
+// Compact renders a decoded value on one line: JSON, or "binary, N bytes,
+// sha256:…" for binary values.
+func Compact(v any) string {
+	if bi, ok := v.(BinaryInfo); ok {
+		return fmt.Sprintf("binary, %d bytes, sha256:%s", bi.Size, bi.SHA256[:16])
+	}
+	var b bytes.Buffer
+	if err := writeJSONValue(&b, v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return b.String()
+}
+
+// Diff compares two values of a key; nil means no value (the key did not
+// exist, or that revision is a delete or purge). Both JSON: a structural
+// diff by path. Both text: one change at "." with a unified diff. Otherwise
+// (a binary value on either side): one change with sizes and hashes. JSON
+// documents that are equal as JSON (key order, spacing) have no changes.
+// beforeName and afterName label the unified diff.
+func Diff(before, after []byte, beforeName, afterName string) []Change {
+	switch {
+	case before == nil && after == nil:
+		return nil
+	case before == nil:
+		return []Change{{Path: ".", Op: ChangeAdd, After: Decoded(after)}}
+	case after == nil:
+		return []Change{{Path: ".", Op: ChangeRemove, Before: Decoded(before)}}
+	}
+	if bytes.Equal(before, after) {
+		return nil
+	}
+	bk, ak := KindOf(before), KindOf(after)
+	if bk == KindJSON && ak == KindJSON {
+		bv, err1 := decodeJSON(before)
+		av, err2 := decodeJSON(after)
+		if err1 == nil && err2 == nil {
+			return DiffJSON(bv, av)
+		}
+	}
+	if bk != KindBinary && ak != KindBinary {
+		return []Change{{
+			Path: ".", Op: ChangeUpdate, Before: string(before), After: string(after),
+			Unified: unified(string(before), string(after), beforeName, afterName),
+		}}
+	}
+	return []Change{{Path: ".", Op: ChangeUpdate, Before: Decoded(before), After: Decoded(after)}}
+}
+
+func unified(before, after, beforeName, afterName string) string {
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:        lines(before),
+		B:        lines(after),
+		FromFile: beforeName,
+		ToFile:   afterName,
+		Context:  3,
+	})
+	if err != nil || text == "" {
+		// Only trailing newlines differ: difflib sees equal lines.
+		return fmt.Sprintf("--- %s\n+++ %s\n@@ trailing newline differs @@\n", beforeName, afterName)
+	}
+	return text
+}
+
+// lines splits text into lines that each end with a newline, so that a
+// last line without one diffs like the others.
+func lines(s string) []string {
+	out := strings.SplitAfter(s, "\n")
+	if out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	} else {
+		out[len(out)-1] += "\n"
+	}
+	return out
+}

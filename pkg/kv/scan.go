@@ -1,0 +1,222 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+)
+
+// pullBatch is how many messages an ordered consumer asks for at a time:
+// large enough that a pass over a big bucket is not paced by round trips.
+const pullBatch = 2048
+
+// scanSpec is one pass over a bucket's stream with an ordered consumer.
+type scanSpec struct {
+	// patterns are key patterns; none means every key.
+	patterns  []string
+	deliver   jetstream.DeliverPolicy
+	startSeq  uint64
+	startTime time.Time
+	// follow keeps reading new revisions; without it the pass ends at the
+	// stream's last sequence as of the start, so it always terminates.
+	follow bool
+}
+
+// errStop ends a scan early without an error.
+var errStop = errors.New("stop scan")
+
+// scan delivers the matching revisions in stream order to fn until the end
+// of the range, ctx is done, or fn returns errStop or an error.
+func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec, fn func(Entry) error) error {
+	filters, match := b.consumerFilters(spec.patterns)
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: filters,
+		DeliverPolicy:  spec.deliver,
+		ReplayPolicy:   jetstream.ReplayInstantPolicy,
+	}
+	if spec.deliver == jetstream.DeliverByStartTimePolicy && len(filters) > 1 {
+		// nats-server 2.15 starts a consumer with several filters and a
+		// start time at the first message of the filter that begins
+		// latest, skipping earlier matches of the other filters. Resolve
+		// the time to a sequence instead.
+		seq, err := b.seqAtTime(ctx, js, spec.startTime)
+		if err != nil {
+			return err
+		}
+		if seq == 0 {
+			filters, match = b.filters(nil), b.matcher(spec.patterns)
+		} else {
+			spec.deliver, spec.startSeq = jetstream.DeliverByStartSequencePolicy, seq
+		}
+	}
+	cfg.FilterSubjects, cfg.DeliverPolicy = filters, spec.deliver
+	switch spec.deliver {
+	case jetstream.DeliverByStartSequencePolicy:
+		cfg.OptStartSeq = spec.startSeq
+	case jetstream.DeliverByStartTimePolicy:
+		t := spec.startTime.UTC()
+		cfg.OptStartTime = &t
+	}
+	endSeq := b.info.State.LastSeq
+	if !spec.follow && endSeq == 0 {
+		return nil
+	}
+	cons, err := b.stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bucket %q: %w", b.name, err)
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
+	if err != nil {
+		return fmt.Errorf("bucket %q: %w", b.name, err)
+	}
+	defer func() {
+		msgs.Stop()
+		// An ordered consumer outlives Stop on the server until its
+		// inactive threshold; remove it so it does not linger in listings.
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = js.DeleteConsumer(dctx, b.stream.CachedInfo().Config.Name, info.Name)
+			cancel()
+		}
+	}()
+	if info := cons.CachedInfo(); !spec.follow && info != nil && info.NumPending == 0 {
+		return nil
+	}
+	for {
+		m, err := msgs.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("bucket %q: reading: %w", b.name, err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("bucket %q: %w", b.name, err)
+		}
+		seq := meta.Sequence.Stream
+		if !spec.follow && seq > endSeq {
+			return nil
+		}
+		if match == nil || match(m.Subject()) {
+			if err := fn(b.entry(m.Subject(), seq, meta.Timestamp, m.Headers(), m.Data())); err != nil {
+				if errors.Is(err, errStop) {
+					return nil
+				}
+				return err
+			}
+		}
+		if !spec.follow && (seq >= endSeq || meta.NumPending == 0) {
+			return nil
+		}
+	}
+}
+
+// consumerFilters turns key patterns into consumer filter subjects. The
+// server refuses overlapping filters, so patterns that another one covers
+// are dropped, and when two overlap otherwise the consumer reads the whole
+// bucket and match filters in the client.
+func (b *bucket) consumerFilters(patterns []string) ([]string, func(string) bool) {
+	var kept []string
+	for i, p := range patterns {
+		covered := false
+		for j, q := range patterns {
+			if i != j && covers(q, p) && (!covers(p, q) || j < i) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			kept = append(kept, p)
+		}
+	}
+	for i := range kept {
+		for j := i + 1; j < len(kept); j++ {
+			if overlap(kept[i], kept[j]) {
+				return b.filters(nil), b.matcher(kept)
+			}
+		}
+	}
+	return b.filters(kept), nil
+}
+
+// matcher matches subjects against key patterns in the client.
+func (b *bucket) matcher(patterns []string) func(string) bool {
+	filters := b.filters(patterns)
+	return func(subject string) bool {
+		for _, f := range filters {
+			if covers(f, subject) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// seqAtTime is the sequence of the stream's first message at or after t,
+// found with one direct get by start time; 0 when the stream has no such
+// message or no direct get (callers then filter in the client). Past the
+// last message it is the next sequence to be written.
+func (b *bucket) seqAtTime(ctx context.Context, js jetstream.JetStream, t time.Time) (uint64, error) {
+	if !b.info.Config.AllowDirect {
+		return 0, nil
+	}
+	msgs, err := jetstreamext.GetBatch(ctx, js, b.info.Config.Name, 1, jetstreamext.GetBatchStartTime(t))
+	if err != nil {
+		return 0, fmt.Errorf("bucket %q: %w", b.name, err)
+	}
+	for m, err := range msgs {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("bucket %q: %w", b.name, err)
+		}
+		return m.Sequence, nil
+	}
+	return b.info.State.LastSeq + 1, nil
+}
+
+// covers reports whether every subject that b matches, a matches too.
+func covers(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i, t := range at {
+		if t == ">" {
+			return i < len(bt)
+		}
+		if i >= len(bt) {
+			return false
+		}
+		switch {
+		case t == "*":
+			if bt[i] == ">" {
+				return false
+			}
+		case t != bt[i]:
+			return false
+		}
+	}
+	return len(at) == len(bt)
+}
+
+// overlap reports whether some subject matches both patterns.
+func overlap(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		if at[i] == ">" || bt[i] == ">" {
+			return true
+		}
+		if at[i] != "*" && bt[i] != "*" && at[i] != bt[i] {
+			return false
+		}
+	}
+	return len(at) == len(bt)
+}
+
+// Matches reports whether key matches the key pattern (NATS wildcards).
+func Matches(pattern, key string) bool { return covers(pattern, key) }
