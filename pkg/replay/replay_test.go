@@ -2,8 +2,12 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 )
@@ -92,5 +96,21 @@ func TestResume(t *testing.T) {
 	}
 	if _, err := Resume(r, &Checkpoint{Stream: "T"}); err == nil {
 		t.Error("a checkpoint of another stream was accepted")
+	}
+}
+
+func TestAckError(t *testing.T) {
+	ok := &nats.Msg{Data: []byte(`{"stream":"COPY","seq":7}`)}
+	dup := &nats.Msg{Data: []byte(`{"stream":"COPY","seq":7,"duplicate":true}`)}
+	refused := &nats.Msg{Data: []byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"}}`)}
+	noStream := &nats.Msg{Header: nats.Header{"Status": {"503"}}}
+	if ackError(ok) != nil || ackError(dup) != nil {
+		t.Error("a stored or duplicate message is a success")
+	}
+	if err := ackError(refused); err == nil || !strings.Contains(err.Error(), "wrong last sequence") {
+		t.Errorf("refused: %v", err)
+	}
+	if !errors.Is(ackError(noStream), jetstream.ErrNoStreamResponse) {
+		t.Error("503 is no stream response")
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -141,11 +143,10 @@ const MaxConsecutiveFailures = 10
 var ErrTargetFailing = errors.New("target keeps failing")
 
 type inflight struct {
-	seq uint64
-	msg *nats.Msg
-	fut jetstream.PubAckFuture
-	// done and err hold the outcome once it has been received: a future's
-	// channels deliver it only once.
+	seq   uint64
+	msg   *nats.Msg
+	token uint64 // 0: not sent
+	// done and err hold the outcome once it has arrived.
 	done bool
 	err  error
 }
@@ -157,6 +158,9 @@ type inflight struct {
 type Publisher struct {
 	js          jetstream.JetStream
 	cfg         PublishConfig
+	acks        *acks
+	ackTimeout  time.Duration
+	idPrefix    string
 	pending     []inflight
 	failed      []uint64
 	firstFailed uint64
@@ -178,7 +182,11 @@ func NewPublisher(js jetstream.JetStream, cfg PublishConfig) *Publisher {
 	if cfg.MsgIDPrefix == "" {
 		cfg.MsgIDPrefix = "replay"
 	}
-	return &Publisher{js: js, cfg: cfg}
+	timeout := js.Options().DefaultTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &Publisher{js: js, cfg: cfg, ackTimeout: timeout}
 }
 
 // Copy builds the message published for m.
@@ -187,24 +195,28 @@ func (p *Publisher) Copy(m *envelope.Message) *nats.Msg {
 	if !p.cfg.NoProvenance {
 		envelope.SetProvenance(hdr, m)
 	}
-	hdr.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s:%s:%d", p.cfg.MsgIDPrefix, m.Stream, m.Seq))
+	id := make([]byte, 0, len(p.cfg.MsgIDPrefix)+len(m.Stream)+22)
+	id = append(append(append(append(id, p.cfg.MsgIDPrefix...), ':'), m.Stream...), ':')
+	id = strconv.AppendUint(id, m.Seq, 10)
+	hdr[jetstream.MsgIDHeader] = []string{string(id)}
 	return &nats.Msg{Subject: TargetSubject(p.cfg.To, m.Subject), Header: hdr, Data: m.Data}
 }
 
 // Write publishes a copy of m.
 func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
-	msg := p.Copy(m)
-	fut, err := p.js.PublishMsgAsync(msg)
-	if err != nil {
-		// Could not even be queued (e.g. too many stalled): settle what is
-		// in flight and try once more, synchronously.
-		if err := p.settleAll(ctx); err != nil {
+	if p.acks == nil {
+		a, err := newAcks(p.js.Conn())
+		if err != nil {
 			return err
 		}
-		p.pending = append(p.pending, inflight{seq: m.Seq, msg: msg})
-		return p.settleHead(ctx)
+		p.acks = a
 	}
-	p.pending = append(p.pending, inflight{seq: m.Seq, msg: msg, fut: fut})
+	msg := p.Copy(m)
+	token, err := p.acks.publish(msg)
+	if err != nil {
+		token = 0 // not sent: settled by a synchronous retry
+	}
+	p.pending = append(p.pending, inflight{seq: m.Seq, msg: msg, token: token})
 	for len(p.pending) > 0 && (len(p.pending) >= p.cfg.MaxInFlight || p.headDone()) {
 		if err := p.settleHead(ctx); err != nil {
 			return err
@@ -217,16 +229,10 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 // outcome, and keeps that outcome.
 func (p *Publisher) headDone() bool {
 	h := &p.pending[0]
-	if h.done || h.fut == nil {
+	if h.done || h.token == 0 {
 		return true
 	}
-	select {
-	case <-h.fut.Ok():
-		h.done = true
-	case err := <-h.fut.Err():
-		h.done, h.err = true, err
-	default:
-	}
+	h.done, h.err = p.acks.poll(h.token)
 	return h.done
 }
 
@@ -236,23 +242,21 @@ func (p *Publisher) settleHead(ctx context.Context) error {
 	p.pending = p.pending[1:]
 	err := h.err
 	switch {
-	case h.done && err == nil:
-		p.consecutive = 0
-		return nil
 	case h.done:
-	case h.fut != nil:
-		select {
-		case <-h.fut.Ok():
-			p.consecutive = 0
-			return nil
-		case err = <-h.fut.Err():
-		case <-ctx.Done():
+	case h.token != 0:
+		err = p.acks.wait(ctx, h.token, p.ackTimeout)
+		if ctx.Err() != nil {
 			p.pending = append([]inflight{h}, p.pending...)
 			return ctx.Err()
 		}
 	default:
 		err = fmt.Errorf("not sent")
 	}
+	if err == nil {
+		p.consecutive = 0
+		return nil
+	}
+	h.msg.Reply = ""
 	for attempt := 0; attempt < p.cfg.Retries; attempt++ {
 		if _, err = p.js.PublishMsg(ctx, h.msg); err == nil {
 			p.consecutive = 0
@@ -298,7 +302,13 @@ func (p *Publisher) Floor(lastRead uint64) uint64 {
 }
 
 // Close waits for every publish in flight.
-func (p *Publisher) Close(ctx context.Context) error { return p.settleAll(ctx) }
+func (p *Publisher) Close(ctx context.Context) error {
+	err := p.settleAll(ctx)
+	if p.acks != nil {
+		p.acks.close()
+	}
+	return err
+}
 
 // Failed lists the sequences whose copies could not be stored.
 func (p *Publisher) Failed() []uint64 { return p.failed }
