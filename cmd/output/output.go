@@ -306,29 +306,8 @@ func toGeneric(v any) (any, error) {
 	if err := dec.Decode(&generic); err != nil {
 		return nil, err
 	}
-	return normaliseNumbers(generic), nil
-}
-
-// normaliseNumbers turns json.Number into int or float64 for gojq, keeping
-// large integers exact.
-func normaliseNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normaliseNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normaliseNumbers(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return int(i)
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
+	// gojq takes json.Number as it is, so large integers stay exact.
+	return generic, nil
 }
 
 func writeJSON(w io.Writer, v any, indent bool) error {

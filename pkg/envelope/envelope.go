@@ -216,8 +216,9 @@ func (m *Message) Generic() map[string]any {
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(m.Data))
 		dec.UseNumber()
+		// gojq takes json.Number as it is: big integers stay exact.
 		if dec.Decode(&v) == nil {
-			obj["data"] = normalise(v)
+			obj["data"] = v
 		} else {
 			obj["data"] = string(m.Data)
 		}
@@ -227,27 +228,6 @@ func (m *Message) Generic() map[string]any {
 		obj["data_b64"] = base64.StdEncoding.EncodeToString(m.Data)
 	}
 	return obj
-}
-
-// normalise turns json.Number into int or float64, the numbers gojq takes.
-func normalise(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalise(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalise(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return int(i)
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
 }
 
 // ParseLine reads a JSON line written by AppendJSON back into a message.

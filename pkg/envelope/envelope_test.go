@@ -73,10 +73,15 @@ func TestCopyAndRestoreHeader(t *testing.T) {
 }
 
 func TestGenericDecodesJSONData(t *testing.T) {
-	g := (&Message{Subject: "s", Data: []byte(`{"n": 12345678901234, "s": "x"}`)}).Generic()
-	data, ok := g["data"].(map[string]any)
-	if !ok || data["n"] != 12345678901234 || data["s"] != "x" {
-		t.Errorf("data = %#v", g["data"])
+	g := (&Message{Subject: "s", Data: []byte(`{"n": 12345678901234567890, "s": "x"}`)}).Generic()
+	q, err := gojq.Parse(`[.data.n + 0, (.data.n | tostring), .data.s]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := q.Run(g).Next()
+	got, ok := v.([]any)
+	if !ok || len(got) != 3 || got[1] != "12345678901234567890" || got[2] != "x" {
+		t.Errorf("jq sees data as %#v", v)
 	}
 	if g := (&Message{Subject: "s", Data: []byte("plain")}).Generic(); g["data"] != "plain" {
 		t.Errorf("text data = %#v", g["data"])
