@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -61,7 +62,70 @@ func Steps() []Step {
 			Title: "Wait until the deploy says ready (exit 0), as a CI job would",
 			Args:  []string{"kv", "tail", "config", "deploy.status", "--filter", `.value.state == "ready"`, "--count", "1", "--wait", "10s"},
 		},
+		{
+			Title: "Capture billing's dead-letter advisories and create the DLQ stream",
+			Args:  []string{"dlq", "setup", "--stream", "ORDERS", "--consumer", "billing"},
+		},
+		{
+			Title: "The billing worker has a bug: it fails every paid order over 150 EUR until MaxDeliver (5) gives up",
+			Do:    func(ctx context.Context, env *Env) (string, error) { return billingWorker(ctx, env.JS, 150) },
+		},
+		{
+			Title: "Sweep the dead orders into DLQ_ORDERS (ORDERS has limits retention: the originals stay)",
+			Args:  []string{"dlq", "sweep", "--stream", "ORDERS"},
+		},
+		{
+			Title: "What is in the DLQ",
+			Args:  []string{"dlq", "ls", "--stream", "ORDERS"},
+		},
+		{
+			Title: "After the fix is deployed, redrive them to orders.paid at a gentle rate",
+			Args:  []string{"dlq", "redrive", "--stream", "ORDERS", "--rate", "100/s", "--yes"},
+		},
+		{
+			Title: "The fixed billing worker charges the redriven orders",
+			Do:    func(ctx context.Context, env *Env) (string, error) { return billingWorker(ctx, env.JS, 0) },
+		},
 	}
+}
+
+// billingWorker stands for the billing service: it charges paid orders
+// from the billing consumer and, when failAbove > 0, NAKs those whose total
+// is above it, until no message comes for a while.
+func billingWorker(ctx context.Context, js jetstream.JetStream, failAbove float64) (string, error) {
+	cons, err := js.Consumer(ctx, "ORDERS", "billing")
+	if err != nil {
+		return "", err
+	}
+	charged, failures := 0, 0
+	failed := map[string]bool{}
+	last := time.Now()
+	for time.Since(last) < 700*time.Millisecond {
+		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			return "", err
+		}
+		for m := range batch.Messages() {
+			last = time.Now()
+			var o Order
+			if err := json.Unmarshal(m.Data(), &o); err == nil && failAbove > 0 && o.Total > failAbove {
+				failures++
+				failed[o.OrderID] = true
+				if err := m.Nak(); err != nil {
+					return "", err
+				}
+				continue
+			}
+			if err := m.Ack(); err != nil {
+				return "", err
+			}
+			charged++
+		}
+	}
+	if failAbove > 0 {
+		return fmt.Sprintf("charged %d orders; %d attempts failed on %d orders, which billing gave up on", charged, failures, len(failed)), nil
+	}
+	return fmt.Sprintf("charged %d orders, none failed", charged), nil
 }
 
 func createReprocessStream(ctx context.Context, env *Env) (string, error) {

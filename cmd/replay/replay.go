@@ -20,6 +20,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type options struct {
@@ -182,25 +183,16 @@ func (o *options) validate() error {
 	return nil
 }
 
-// parseRate reads "500", "500/s", "30/m".
+// parseRate reads --rate: "500", "500/s", "30/m"; empty is no limit.
 func parseRate(s string) (float64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	num, unit, _ := strings.Cut(s, "/")
-	var n float64
-	if _, err := fmt.Sscanf(num, "%g", &n); err != nil || n <= 0 {
+	r, err := units.ParseRate(s)
+	if err != nil {
 		return 0, exitcode.UsageErrorf("invalid --rate %q: use e.g. 500/s", s)
 	}
-	switch unit {
-	case "", "s":
-		return n, nil
-	case "m":
-		return n / 60, nil
-	case "h":
-		return n / 3600, nil
-	}
-	return 0, exitcode.UsageErrorf("invalid --rate %q: use e.g. 500/s", s)
+	return r, nil
 }
 
 func run(ctx context.Context, f *factory.Factory, o *options, stream string) error {

@@ -54,3 +54,22 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return total, nil
 }
+
+// ParseRate reads a rate as users type it: "500", "500/s", "30/m", "2/h";
+// the result is per second and positive.
+func ParseRate(s string) (float64, error) {
+	num, unit, per := strings.Cut(strings.TrimSpace(s), "/")
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n <= 0 || math.IsInf(n, 0) || (per && unit == "") {
+		return 0, fmt.Errorf("invalid rate %q (use e.g. 500/s)", s)
+	}
+	switch unit {
+	case "", "s":
+		return n, nil
+	case "m":
+		return n / 60, nil
+	case "h":
+		return n / 3600, nil
+	}
+	return 0, fmt.Errorf("invalid rate %q (use e.g. 500/s)", s)
+}

@@ -23,3 +23,17 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRate(t *testing.T) {
+	good := map[string]float64{"500": 500, "500/s": 500, "30/m": 0.5, "7200/h": 2, "0.5/s": 0.5}
+	for in, want := range good {
+		if got, err := ParseRate(in); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "fast", "0", "-1/s", "5/d", "5/"} {
+		if _, err := ParseRate(in); err == nil {
+			t.Errorf("ParseRate(%q) succeeded", in)
+		}
+	}
+}

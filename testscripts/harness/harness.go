@@ -75,6 +75,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"now":             cmdNow,
 		"sleep":           cmdSleep,
 		"second-js":       cmdSecondJS,
+		"consumer-add":    cmdConsumerAdd,
+		"worker":          cmdWorker,
 	}
 }
 

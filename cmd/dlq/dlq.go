@@ -1,0 +1,114 @@
+// Package dlq implements `jetctl dlq`: dead letters for messages that hit
+// MaxDeliver or were terminated.
+package dlq
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+// NewCmd returns `jetctl dlq`.
+func NewCmd(f *factory.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "dead-letter queues for messages that hit MaxDeliver or were terminated",
+		Long: `JetStream has no dead-letter queue: after MaxDeliver attempts it stops
+redelivering, sends an advisory that is lost unless a stream captures it, and
+leaves the message where it is. jetctl dlq closes the loop:
+
+  setup    capture the advisories, create the sweep's consumer and the DLQ stream
+  sweep    copy each dead message into the DLQ (with provenance headers) and
+           remove it from the source where the retention policy calls for it
+  ls/show  inspect the DLQ
+  redrive  send messages back to their original subject, at a rate
+  purge    delete DLQ messages
+
+Commands that move or delete messages (sweep --delete-source, redrive,
+purge) need --yes when not run in a terminal, and all have --dry-run.
+See docs/dlq.md for the headers and the guarantees.`,
+		Example: `  jetctl dlq setup --stream ORDERS --consumer billing
+  jetctl dlq sweep --stream ORDERS
+  jetctl dlq ls --stream ORDERS --summary
+  jetctl dlq redrive --stream ORDERS --filter '.consumer == "billing"' --rate 50/s --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f))
+	return cmd
+}
+
+// parseRate reads --rate: "500", "500/s", "30/m"; empty is no limit.
+func parseRate(s string) (float64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	r, err := units.ParseRate(s)
+	if err != nil {
+		return 0, exitcode.UsageErrorf("invalid --rate %q: use e.g. 50/s", s)
+	}
+	return r, nil
+}
+
+// confirmDestructive asks before moving or deleting messages; without a
+// terminal it insists on --yes.
+func confirmDestructive(f *factory.Factory, yes bool, what string) error {
+	if yes {
+		return nil
+	}
+	if !f.IO.CanPrompt() {
+		return exitcode.UsageErrorf("%s: pass --yes when not running in a terminal (or --dry-run to see what it would do); nothing was changed", what)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s. Continue? [y/N] ", what)
+	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return exitcode.UsageErrorf("cancelled; nothing was changed")
+	}
+	return nil
+}
+
+// mapErr gives pkg/dlq's typed errors their exit codes.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pkgdlq.ErrNotSetUp), errors.Is(err, pkgdlq.ErrNoSuchEntry):
+		return exitcode.New(exitcode.NotFound, err)
+	case errors.Is(err, pkgdlq.ErrInvalid):
+		return exitcode.New(exitcode.Usage, err)
+	case errors.Is(err, pkgdlq.ErrLocked):
+		return exitcode.New(exitcode.Failure, err)
+	}
+	return err
+}
+
+// filterFlag compiles --filter for DLQ entries.
+func filterFlag(f *factory.Factory, expr string) (func(pkgdlq.Entry) bool, error) {
+	pred, err := output.CompilePredicate(expr, output.WarnOnce(f.IO.ErrOut))
+	if err != nil || pred == nil {
+		return nil, err
+	}
+	return func(e pkgdlq.Entry) bool { return pred(e.Generic()) }, nil
+}
+
+// streamFlags select a DLQ: by source stream or by DLQ stream name.
+type streamFlags struct {
+	stream    string
+	dlqStream string
+}
+
+func (s *streamFlags) bind(cmd *cobra.Command, f *factory.Factory) {
+	cmd.Flags().StringVar(&s.stream, "stream", "", "the source stream whose DLQ to use")
+	cmd.Flags().StringVar(&s.dlqStream, "dlq-stream", "", "the DLQ stream (default: the one setup made for --stream)")
+	_ = cmd.RegisterFlagCompletionFunc("stream", f.CompleteStreams())
+	_ = cmd.RegisterFlagCompletionFunc("dlq-stream", f.CompleteStreams())
+}

@@ -1,0 +1,174 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+type lsOptions struct {
+	streamFlags
+	consumer string
+	since    string
+	filter   string
+	summary  bool
+}
+
+func newCmdLs(f *factory.Factory) *cobra.Command {
+	o := &lsOptions{}
+	cmd := &cobra.Command{
+		Use:   "ls [--stream S] [--consumer C] [--since D] [--filter EXPR]",
+		Short: "list the messages in DLQ streams",
+		Long: `List DLQ messages: DLQ sequence, source stream and sequence, original
+subject, consumer, reason (max_deliver or terminated), deliveries, when it
+was swept and its size. Without --stream, every DLQ stream jetctl created.
+
+--filter keeps entries for which a jq program is true; it sees the JSON
+fields plus .headers and .data (decoded when JSON). --summary counts by
+consumer and reason. Reading changes nothing.`,
+		Example: `  jetctl dlq ls
+  jetctl dlq ls --stream ORDERS --consumer billing --since 1h
+  jetctl dlq ls --stream ORDERS --filter '.data.total > 100' -o json
+  jetctl dlq ls --summary`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runLs(cmd.Context(), f, o) },
+	}
+	o.streamFlags.bind(cmd, f)
+	cmd.Flags().StringVar(&o.consumer, "consumer", "", "only messages this consumer gave up on")
+	cmd.Flags().StringVar(&o.since, "since", "", "only messages swept in this past duration (e.g. 1h, 7d)")
+	cmd.Flags().StringVar(&o.filter, "filter", "", "jq program: keep entries for which it is true")
+	cmd.Flags().BoolVar(&o.summary, "summary", false, "count by stream, consumer and reason")
+	return cmd
+}
+
+type summaryRow struct {
+	DLQStream string `json:"dlq_stream"`
+	Consumer  string `json:"consumer"`
+	Reason    string `json:"reason"`
+	Messages  int    `json:"messages"`
+	Bytes     int64  `json:"bytes"`
+}
+
+func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
+	sel, err := selection(f, o.consumer, o.since, "", o.filter)
+	if err != nil {
+		return err
+	}
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	streams, err := pkgdlq.DLQStreams(ctx, js, o.stream, o.dlqStream)
+	if err != nil {
+		return mapErr(err)
+	}
+	entries := []pkgdlq.Entry{}
+	for _, s := range streams {
+		if err := pkgdlq.Each(ctx, js, s, sel, func(e pkgdlq.Entry) error {
+			entries = append(entries, e)
+			return nil
+		}); err != nil {
+			return mapErr(err)
+		}
+	}
+	if o.summary {
+		rows := summarise(entries)
+		return p.Print(rows, func() []output.Table {
+			t := output.Table{Header: []string{"dlq stream", "consumer", "reason", "messages", "bytes"}}
+			for _, r := range rows {
+				t.Row(r.DLQStream, r.Consumer, r.Reason, r.Messages, humanize.IBytes(uint64(r.Bytes)))
+			}
+			return []output.Table{t}
+		})
+	}
+	if p.Format == "jsonl" {
+		// One entry a line, and --jq sees each entry.
+		for _, e := range entries {
+			if err := p.Item(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return p.Print(entries, func() []output.Table {
+		t := output.Table{Header: []string{"dlq seq", "source", "subject", "consumer", "reason", "deliveries", "swept at", "size"}}
+		for _, e := range entries {
+			name := e.DLQStream
+			if len(streams) == 1 {
+				name = ""
+			} else {
+				name += ":"
+			}
+			t.Row(fmt.Sprintf("%s%d", name, e.DLQSeq), fmt.Sprintf("%s:%d", e.SourceStream, e.SourceSeq), e.Subject, e.Consumer,
+				e.Reason, e.Deliveries, e.SweptAt.UTC().Format(time.RFC3339), humanize.IBytes(uint64(e.Size)))
+		}
+		return []output.Table{t}
+	})
+}
+
+func summarise(entries []pkgdlq.Entry) []summaryRow {
+	type key struct{ s, c, r string }
+	counts := map[key]*summaryRow{}
+	for _, e := range entries {
+		k := key{e.DLQStream, e.Consumer, e.Reason}
+		if counts[k] == nil {
+			counts[k] = &summaryRow{DLQStream: e.DLQStream, Consumer: e.Consumer, Reason: e.Reason}
+		}
+		counts[k].Messages++
+		counts[k].Bytes += int64(e.Size)
+	}
+	rows := []summaryRow{}
+	for _, r := range counts {
+		rows = append(rows, *r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.DLQStream != b.DLQStream {
+			return a.DLQStream < b.DLQStream
+		}
+		if a.Consumer != b.Consumer {
+			return a.Consumer < b.Consumer
+		}
+		return a.Reason < b.Reason
+	})
+	return rows
+}
+
+// selection turns the selection flags into a pkg/dlq Select.
+func selection(f *factory.Factory, consumer, since, olderThan, filter string) (pkgdlq.Select, error) {
+	sel := pkgdlq.Select{Consumer: consumer}
+	if since != "" {
+		d, err := units.ParseDuration(since)
+		if err != nil {
+			return sel, exitcode.UsageErrorf("--since: %v", err)
+		}
+		sel.Since = time.Now().Add(-d)
+	}
+	if olderThan != "" {
+		d, err := units.ParseDuration(olderThan)
+		if err != nil {
+			return sel, exitcode.UsageErrorf("--older-than: %v", err)
+		}
+		sel.Before = time.Now().Add(-d)
+	}
+	fn, err := filterFlag(f, filter)
+	if err != nil {
+		return sel, err
+	}
+	sel.Filter = fn
+	return sel, nil
+}

@@ -1,0 +1,165 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+type redriveOptions struct {
+	streamFlags
+	consumer    string
+	filter      string
+	to          string
+	rate        string
+	max         int
+	maxRedrives int
+	dryRun      bool
+	keep        bool
+	yes         bool
+	noProgress  bool
+	lockTTL     string
+}
+
+func newCmdRedrive(f *factory.Factory) *cobra.Command {
+	o := &redriveOptions{}
+	cmd := &cobra.Command{
+		Use:   "redrive [--stream S] [--filter EXPR] [--to SUBJECT]",
+		Short: "send DLQ messages back to their original subject",
+		Long: `Publish each selected DLQ message back to its original subject (or --to),
+with its original headers restored and Jetctl-Dlq-Redrives incremented, then
+delete the DLQ copy once the publish is acknowledged (--keep leaves it).
+
+Messages redriven --max-redrives times already are refused and stay. Each
+redrive has Nats-Msg-Id redrive:<dlq stream>:<dlq seq>: interrupted and run
+again, a redrive publishes nothing twice within the target stream's
+duplicate window (2 minutes by default); see docs/dlq.md for the limit.
+One redrive per DLQ stream runs at a time.
+
+Safety: redrive moves messages and needs --yes when not run in a terminal;
+--dry-run lists what would be redriven and changes nothing.`,
+		Example: `  jetctl dlq redrive --stream ORDERS --dry-run
+  jetctl dlq redrive --stream ORDERS --consumer billing --rate 50/s --yes
+  jetctl dlq redrive --stream ORDERS --filter '.data.total < 100' --max-redrives 3 --yes
+  jetctl dlq redrive --stream ORDERS --to orders.manual-review --keep --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runRedrive(cmd.Context(), f, o) },
+	}
+	o.streamFlags.bind(cmd, f)
+	fl := cmd.Flags()
+	fl.StringVar(&o.consumer, "consumer", "", "only messages this consumer gave up on")
+	fl.StringVar(&o.filter, "filter", "", "jq program: redrive entries for which it is true")
+	fl.StringVar(&o.to, "to", "", "publish to this subject instead of the original one")
+	fl.StringVar(&o.rate, "rate", "", "at most this many messages per second (e.g. 50/s)")
+	fl.IntVar(&o.max, "max", 0, "redrive at most this many messages")
+	fl.IntVar(&o.maxRedrives, "max-redrives", 0, "refuse messages already redriven this many times (0: no limit)")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would be redriven; change nothing")
+	fl.BoolVar(&o.keep, "keep", false, "keep the DLQ copies after redriving them")
+	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
+	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long the redrive lock outlives a redrive that died")
+	return cmd
+}
+
+func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) error {
+	sel, err := selection(f, o.consumer, "", "", o.filter)
+	if err != nil {
+		return err
+	}
+	rate, err := parseRate(o.rate)
+	if err != nil {
+		return err
+	}
+	if o.max < 0 || o.maxRedrives < 0 {
+		return exitcode.UsageErrorf("--max and --max-redrives must not be negative")
+	}
+	if o.to != "" && (strings.ContainsAny(o.to, "*> \t") || strings.Contains(o.to, "..") || strings.HasPrefix(o.to, ".") || strings.HasSuffix(o.to, ".")) {
+		return exitcode.UsageErrorf("invalid --to subject %q", o.to)
+	}
+	ttl, err := units.ParseDuration(o.lockTTL)
+	if err != nil || ttl < time.Second {
+		return exitcode.UsageErrorf("invalid --lock-ttl %q: use e.g. 30s (at least 1s)", o.lockTTL)
+	}
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	if !o.dryRun {
+		if err := confirmDestructive(f, o.yes, "redrive publishes DLQ messages back and deletes their DLQ copies"); err != nil {
+			return err
+		}
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	stream, err := oneDLQ(ctx, js, o.streamFlags)
+	if err != nil {
+		return err
+	}
+	records := []pkgdlq.RedriveRecord{}
+	var printErr error
+	bar := f.NewProgress(-1, "redriving", o.noProgress)
+	sum, err := pkgdlq.Redrive(ctx, js, pkgdlq.RedriveConfig{
+		DLQStream: stream, Select: sel, To: o.to, Rate: rate, Max: o.max, MaxRedrives: o.maxRedrives,
+		DryRun: o.dryRun, Keep: o.keep, LockTTL: ttl,
+		OnRecord: func(r pkgdlq.RedriveRecord) {
+			if p.Format == "jsonl" {
+				if err := p.Item(r); err != nil && printErr == nil {
+					printErr = err
+				}
+				return
+			}
+			records = append(records, r)
+		},
+		Progress: func(s pkgdlq.RedriveSummary) { bar.Set(int64(s.Redriven)) },
+	})
+	bar.Finish()
+	if sum == nil {
+		return mapErr(err)
+	}
+	if p.Format != "jsonl" {
+		printErr = p.Print(records, func() []output.Table {
+			t := output.Table{Header: []string{"dlq seq", "source", "subject", "redrives", "status", "stored as"}}
+			for _, r := range records {
+				status := strings.ReplaceAll(r.Status, "_", " ")
+				if r.Error != "" {
+					status += ": " + r.Error
+				}
+				stored := ""
+				if r.Seq > 0 {
+					stored = fmt.Sprintf("%s:%d", r.Stream, r.Seq)
+				}
+				t.Row(r.DLQSeq, fmt.Sprintf("%s:%d", r.SourceStream, r.SourceSeq), r.Subject, r.Redrives, status, stored)
+			}
+			return []output.Table{t}
+		})
+	}
+	verb := "redriven"
+	n := sum.Redriven
+	if o.dryRun {
+		verb, n = "would be redriven", sum.WouldRedriv
+	}
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %d selected, %d %s (%s), %d refused, %d failed in %.2fs, %s msgs/s\n",
+		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), sum.Refused, sum.Failed, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
+	if err != nil {
+		return mapErr(err)
+	}
+	if printErr != nil {
+		return printErr
+	}
+	if sum.Failed > 0 {
+		return exitcode.Newf(exitcode.Partial, "%d messages could not be redriven", sum.Failed)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+type sweepOptions struct {
+	stream       string
+	consumers    []string
+	deleteSource bool
+	scan         bool
+	dryRun       bool
+	max          int
+	rate         string
+	lockTTL      string
+	yes          bool
+	noProgress   bool
+}
+
+func newCmdSweep(f *factory.Factory) *cobra.Command {
+	o := &sweepOptions{}
+	cmd := &cobra.Command{
+		Use:   "sweep --stream STREAM [--consumer C]...",
+		Short: "move dead messages from a stream into its DLQ",
+		Long: `Read the captured advisories (from where the last sweep stopped) and move
+each dead message into the DLQ stream:
+
+  1. read it from the source stream's leader;
+  2. publish a copy to dlq.<stream>.<seq>, which can be written only once;
+  3. once the copy is acknowledged, remove the source message where the
+     retention policy calls for it: workqueue: deleted; interest: deleted
+     unless another consumer has not acknowledged it yet; limits: kept,
+     unless --delete-source;
+  4. acknowledge the advisory.
+
+Duplicate advisories give one copy; terminations the server caused (stream
+limits, deletes) are ignored. A message already gone from the source (e.g.
+expired) is reported as "gone before sweep". Killed at any point and run
+again, a sweep ends as one uninterrupted run would have. One sweep per
+stream runs at a time: a second one exits 1 (a killed sweep's lock expires
+after --lock-ttl).
+
+--scan also finds dead messages whose advisories were never captured, from
+the consumers' state (workqueue and interest streams; see docs/dlq.md).
+
+Safety: --delete-source removes messages from a limits stream and needs
+--yes when not run in a terminal; --dry-run lists what would move and
+changes nothing. -o jsonl prints one record per dead message; the summary
+goes to stderr. Exit 4 when any message failed.`,
+		Example: `  jetctl dlq sweep --stream ORDERS
+  jetctl dlq sweep --stream ORDERS --consumer billing --dry-run
+  jetctl dlq sweep --stream FULFILMENT --scan --max 1000 --rate 200/s -o jsonl
+  jetctl dlq sweep --stream ORDERS --delete-source --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runSweep(cmd.Context(), f, o) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.stream, "stream", "", "the source stream (required)")
+	fl.StringArrayVar(&o.consumers, "consumer", nil, "only this consumer's dead messages (repeatable)")
+	fl.BoolVar(&o.deleteSource, "delete-source", false, "also delete swept messages from a limits stream")
+	fl.BoolVar(&o.scan, "scan", false, "also find dead messages whose advisories were never captured")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would move; change nothing")
+	fl.IntVar(&o.max, "max", 0, "stop after this many dead messages")
+	fl.StringVar(&o.rate, "rate", "", "at most this many messages per second (e.g. 100/s)")
+	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long the sweep lock outlives a sweep that died")
+	fl.BoolVar(&o.yes, "yes", false, "do not ask before deleting source messages (--delete-source)")
+	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
+	_ = cmd.RegisterFlagCompletionFunc("stream", f.CompleteStreams())
+	_ = cmd.RegisterFlagCompletionFunc("consumer", f.CompleteConsumersOf(func(cmd *cobra.Command, _ []string) string { return o.stream }))
+	return cmd
+}
+
+func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
+	if err := validateStream(o.stream); err != nil {
+		return err
+	}
+	if o.max < 0 {
+		return exitcode.UsageErrorf("--max must not be negative")
+	}
+	rate, err := parseRate(o.rate)
+	if err != nil {
+		return err
+	}
+	ttl, err := units.ParseDuration(o.lockTTL)
+	if err != nil || ttl < time.Second {
+		return exitcode.UsageErrorf("invalid --lock-ttl %q: use e.g. 30s (at least 1s)", o.lockTTL)
+	}
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	if o.deleteSource && !o.dryRun {
+		if err := confirmDestructive(f, o.yes, fmt.Sprintf("sweep --delete-source deletes swept messages from stream %s", o.stream)); err != nil {
+			return err
+		}
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	var records []pkgdlq.Record
+	var printErr error
+	bar := f.NewProgress(-1, "sweeping", o.noProgress)
+	cfg := pkgdlq.SweepConfig{
+		Stream: o.stream, Consumers: o.consumers, DeleteSource: o.deleteSource, Scan: o.scan, DryRun: o.dryRun,
+		Max: o.max, Rate: rate, LockTTL: ttl,
+		OnRecord: func(r pkgdlq.Record) {
+			if p.Format == "jsonl" {
+				if err := p.Item(r); err != nil && printErr == nil {
+					printErr = err
+				}
+				return
+			}
+			records = append(records, r)
+		},
+		Progress: func(s pkgdlq.SweepSummary) { bar.Set(int64(s.Found)) },
+	}
+	sum, err := pkgdlq.Sweep(ctx, js, cfg)
+	bar.Finish()
+	if sum == nil {
+		return mapErr(err)
+	}
+	if p.Format != "jsonl" {
+		if records == nil {
+			records = []pkgdlq.Record{}
+		}
+		printErr = p.Print(records, func() []output.Table {
+			t := output.Table{Header: []string{"seq", "subject", "consumer", "reason", "deliveries", "status", "source", "dlq seq", "size"}}
+			for _, r := range records {
+				status := strings.ReplaceAll(r.Status, "_", " ")
+				if r.Error != "" {
+					status += ": " + r.Error
+				}
+				dlqSeq := ""
+				if r.DLQSeq > 0 {
+					dlqSeq = fmt.Sprint(r.DLQSeq)
+				}
+				t.Row(r.StreamSeq, r.Subject, r.Consumer, r.Reason, r.Deliveries, status, r.Source, dlqSeq, humanize.IBytes(uint64(r.Size)))
+			}
+			return []output.Table{t}
+		})
+	}
+	printSweepSummary(f, o, sum)
+	if err != nil {
+		return mapErr(err)
+	}
+	if printErr != nil {
+		return printErr
+	}
+	if sum.Failed > 0 {
+		return exitcode.Newf(exitcode.Partial, "%d dead messages could not be moved; run the sweep again to retry them", sum.Failed)
+	}
+	return nil
+}
+
+func printSweepSummary(f *factory.Factory, o *sweepOptions, s *pkgdlq.SweepSummary) {
+	w := f.IO.ErrOut
+	if o.dryRun {
+		fmt.Fprintf(w, "jetctl: dry run: %d dead messages found in %s, %d would move to %s (%s), %d already moved, %d gone before sweep\n",
+			s.Found, s.Stream, s.WouldMove, s.DLQStream, humanize.IBytes(uint64(s.Bytes)), s.AlreadyMoved, s.Gone)
+	} else {
+		fmt.Fprintf(w, "jetctl: swept %s into %s: %d found, %d moved, %d already moved, %d gone before sweep, %d failed; source: %d deleted, %d kept; %d duplicate and %d ignored advisories; %s in %.2fs\n",
+			s.Stream, s.DLQStream, s.Found, s.Moved, s.AlreadyMoved, s.Gone, s.Failed, s.SourceDeleted, s.SourceKept, s.Duplicates, s.Ignored,
+			humanize.IBytes(uint64(s.Bytes)), s.Seconds)
+	}
+	for _, skipped := range s.ScanSkipped {
+		fmt.Fprintf(w, "jetctl: scan skipped %s\n", skipped)
+	}
+}

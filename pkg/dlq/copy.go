@@ -1,0 +1,60 @@
+package dlq
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+)
+
+// BuildCopy is the DLQ copy of dead message m: the payload byte for byte,
+// the original headers (those the server acts on moved to
+// Jetctl-Orig-<Name>), provenance and the reason, on the per-message
+// subject that can be written only once.
+func BuildCopy(n Names, m *envelope.Message, a Advisory, sweptAt time.Time) *nats.Msg {
+	h := envelope.CopyHeader(m.Header)
+	envelope.SetProvenance(h, m)
+	h.Set(HeaderConsumer, a.Consumer)
+	h.Set(HeaderReason, a.DeadReason())
+	if a.Reason != "" {
+		h.Set(HeaderTermReason, a.Reason)
+	} else {
+		h.Del(HeaderTermReason)
+	}
+	h.Set(HeaderDeliveries, strconv.FormatUint(a.Deliveries, 10))
+	h.Set(HeaderSweptAt, sweptAt.UTC().Format(time.RFC3339Nano))
+	h.Set(jetstream.MsgIDHeader, "dlq:"+m.Stream+":"+strconv.FormatUint(m.Seq, 10))
+	h.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	return &nats.Msg{Subject: n.DLQSubject(m.Seq), Header: h, Data: m.Data}
+}
+
+// RedriveHeader is the header a redriven message carries: the original
+// headers restored, jetctl's provenance and DLQ headers dropped, the
+// redrive count incremented and Nats-Msg-Id set to msgID. The original
+// Nats-Msg-Id and Nats-Expected-* stay under Jetctl-Orig-: the first would
+// make the server drop the redrive as a duplicate, the others held for the
+// first publish only.
+func RedriveHeader(h nats.Header, redrives int, msgID string) nats.Header {
+	var drop []string
+	for k := range h {
+		// Server headers under their own names are the DLQ publish's
+		// own (its Nats-Msg-Id and expectation), not the original's.
+		if strings.HasPrefix(k, "Jetctl-Source-") || strings.HasPrefix(k, "Jetctl-Dlq-") || envelope.IsServerHeader(k) {
+			drop = append(drop, k)
+		}
+	}
+	out := envelope.RestoreHeader(h, drop...)
+	for k, vs := range out {
+		if k == jetstream.MsgIDHeader || strings.HasPrefix(k, "Nats-Expected-") {
+			delete(out, k)
+			out[envelope.OrigPrefix+k] = vs
+		}
+	}
+	out.Set(HeaderRedrives, strconv.Itoa(redrives+1))
+	out.Set(jetstream.MsgIDHeader, msgID)
+	return out
+}

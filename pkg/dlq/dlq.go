@@ -1,0 +1,102 @@
+// Package dlq moves dead messages (MaxDeliver exhausted or terminated) out
+// of a JetStream stream into a dead-letter stream, and inspects, redrives
+// and purges that stream.
+//
+// JetStream announces dead messages only with advisories, which are lost
+// unless a stream captures them. Setup creates that capture stream, the
+// durable consumer the sweep reads it with (its ack floor is the sweep's
+// checkpoint) and the DLQ stream. Sweep copies each dead message with
+// provenance headers into the DLQ stream under a per-message subject that
+// can be written once only, and removes the source message where the
+// retention policy calls for it, only after the copy is acknowledged.
+package dlq
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Headers a DLQ copy carries besides envelope's Jetctl-Source-* headers.
+const (
+	HeaderConsumer   = "Jetctl-Dlq-Consumer"
+	HeaderReason     = "Jetctl-Dlq-Reason"
+	HeaderTermReason = "Jetctl-Dlq-Term-Reason"
+	HeaderDeliveries = "Jetctl-Dlq-Deliveries"
+	HeaderSweptAt    = "Jetctl-Dlq-Swept-At"
+	// HeaderRedrives counts how often a message was sent back to its
+	// source; a redriven message keeps it, so a second sweep sees it.
+	HeaderRedrives = "Jetctl-Dlq-Redrives"
+)
+
+// Reasons a message is dead.
+const (
+	ReasonMaxDeliver = "max_deliver"
+	ReasonTerminated = "terminated"
+)
+
+// Metadata keys jetctl puts on the streams it creates.
+const (
+	MetaSource   = "jetctl_dlq_source"
+	MetaRole     = "jetctl_dlq_role"
+	MetaDLQ      = "jetctl_dlq_stream"
+	roleCapture  = "capture"
+	roleDLQ      = "dlq"
+	SweepDurable = "jetctl-dlq-sweep"
+	// LockBucket is the KV bucket holding the sweep and redrive locks.
+	LockBucket = "jetctl_dlq_locks"
+)
+
+// Names are the resources that belong to one source stream's DLQ.
+type Names struct {
+	// Source is the stream whose dead messages are swept.
+	Source string
+	// Capture is the stream holding the captured advisories.
+	Capture string
+	// Durable reads Capture for the sweep.
+	Durable string
+	// DLQ is the dead-letter stream, on subjects SubjectPrefix.>.
+	DLQ           string
+	SubjectPrefix string
+}
+
+// DefaultNames are the names setup uses unless told otherwise.
+func DefaultNames(source, dlqStream string) Names {
+	if dlqStream == "" {
+		dlqStream = "DLQ_" + source
+	}
+	return Names{
+		Source:        source,
+		Capture:       "DLQ_ADVISORIES_" + source,
+		Durable:       SweepDurable,
+		DLQ:           dlqStream,
+		SubjectPrefix: "dlq." + source,
+	}
+}
+
+// DLQSubject is the subject of the one DLQ copy of source sequence seq.
+func (n Names) DLQSubject(seq uint64) string { return fmt.Sprintf("%s.%d", n.SubjectPrefix, seq) }
+
+// AdvisorySubjects are the advisory subjects captured for the source
+// stream's consumers; all of its consumers when none are named.
+func AdvisorySubjects(source string, consumers []string) []string {
+	if len(consumers) == 0 {
+		consumers = []string{"*"}
+	}
+	var out []string
+	for _, c := range consumers {
+		out = append(out,
+			"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+source+"."+c,
+			"$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED."+source+"."+c)
+	}
+	return out
+}
+
+// Errors the commands map to exit codes.
+var (
+	// ErrNotSetUp: the capture or DLQ stream is missing.
+	ErrNotSetUp = errors.New("dlq is not set up")
+	// ErrLocked: another sweep or redrive holds the lock.
+	ErrLocked = errors.New("locked")
+	// ErrInvalid: a configuration that cannot work.
+	ErrInvalid = errors.New("invalid")
+)

@@ -1,0 +1,135 @@
+package dlq
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+)
+
+func TestParseAdvisory(t *testing.T) {
+	max := `{"type":"io.nats.jetstream.advisory.v1.max_deliver","id":"a","timestamp":"2026-01-02T03:04:05Z","stream":"ORDERS","consumer":"billing","stream_seq":42,"deliveries":5}`
+	a, err := ParseAdvisory([]byte(max))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.DeadReason() != ReasonMaxDeliver || a.Key() != (MsgKey{"ORDERS", 42}) || a.Deliveries != 5 || a.ServerCaused() {
+		t.Errorf("max_deliver advisory read as %+v", a)
+	}
+	term := `{"type":"io.nats.jetstream.advisory.v1.terminated","stream":"ORDERS","consumer":"billing","stream_seq":7,"consumer_seq":9,"deliveries":1,"reason":"bad payload"}`
+	a, err = ParseAdvisory([]byte(term))
+	if err != nil || a.DeadReason() != ReasonTerminated || a.Reason != "bad payload" || a.ServerCaused() {
+		t.Errorf("terminated advisory read as %+v, %v", a, err)
+	}
+	for _, bad := range []string{`not json`, `{"type":"io.nats.jetstream.advisory.v1.nak","stream":"S","stream_seq":1}`, `{"type":"io.nats.jetstream.advisory.v1.max_deliver","stream":"S"}`} {
+		if _, err := ParseAdvisory([]byte(bad)); err == nil {
+			t.Errorf("ParseAdvisory(%s) did not fail", bad)
+		}
+	}
+}
+
+func TestServerCaused(t *testing.T) {
+	for reason, want := range map[string]bool{
+		"Message deleted by stream limits":   true,
+		"Unacknowledged message was deleted": true,
+		"bad payload":                        false,
+		"":                                   false,
+	} {
+		a := Advisory{Type: TypeTerminated, Reason: reason}
+		if a.ServerCaused() != want {
+			t.Errorf("ServerCaused(%q) = %v", reason, !want)
+		}
+	}
+	if (Advisory{Type: TypeMaxDeliver, Reason: "Message deleted by stream limits"}).ServerCaused() {
+		t.Error("a max_deliver advisory is never server-caused")
+	}
+}
+
+func TestDedup(t *testing.T) {
+	var d Dedup
+	if !d.First(MsgKey{"S", 1}) || d.First(MsgKey{"S", 1}) || !d.First(MsgKey{"S", 2}) || !d.First(MsgKey{"T", 1}) {
+		t.Error("Dedup does not key on (stream, seq)")
+	}
+}
+
+func TestBuildCopyAndRedriveHeader(t *testing.T) {
+	n := DefaultNames("ORDERS", "")
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	m := &envelope.Message{Stream: "ORDERS", Seq: 42, Subject: "orders.paid", Time: ts,
+		Header: nats.Header{"Nats-Msg-Id": {"orig"}, "Nats-Expected-Last-Sequence": {"41"}, "Nats-TTL": {"1h"}, "Trace": {"t1"}},
+		Data:   []byte{0, 1, 2, 0xff}}
+	a := Advisory{Type: TypeTerminated, Stream: "ORDERS", Consumer: "billing", StreamSeq: 42, Deliveries: 3, Reason: "bad"}
+	c := BuildCopy(n, m, a, ts)
+	if c.Subject != "dlq.ORDERS.42" || string(c.Data) != string(m.Data) {
+		t.Errorf("copy subject %q data %x", c.Subject, c.Data)
+	}
+	want := map[string]string{
+		"Nats-Msg-Id": "dlq:ORDERS:42", "Nats-Expected-Last-Subject-Sequence": "0",
+		"Jetctl-Orig-Nats-Msg-Id": "orig", "Jetctl-Orig-Nats-Expected-Last-Sequence": "41", "Jetctl-Orig-Nats-TTL": "1h",
+		"Trace": "t1", "Jetctl-Source-Stream": "ORDERS", "Jetctl-Source-Seq": "42", "Jetctl-Source-Subject": "orders.paid",
+		"Jetctl-Source-Time": "2026-01-02T03:04:05.000000006Z", "Jetctl-Dlq-Consumer": "billing", "Jetctl-Dlq-Reason": "terminated",
+		"Jetctl-Dlq-Term-Reason": "bad", "Jetctl-Dlq-Deliveries": "3", "Jetctl-Dlq-Swept-At": "2026-01-02T03:04:05.000000006Z",
+	}
+	got := map[string]string{}
+	for k := range c.Header {
+		got[k] = c.Header.Get(k)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("copy headers\n got %v\nwant %v", got, want)
+	}
+	if _, ok := c.Header["Nats-TTL"]; ok {
+		t.Error("the copy must not carry Nats-TTL under its own name")
+	}
+
+	r := RedriveHeader(c.Header, 1, "redrive:DLQ_ORDERS:7")
+	got = map[string]string{}
+	for k := range r {
+		got[k] = r.Get(k)
+	}
+	want = map[string]string{
+		"Nats-Msg-Id": "redrive:DLQ_ORDERS:7", "Jetctl-Orig-Nats-Msg-Id": "orig",
+		"Jetctl-Orig-Nats-Expected-Last-Sequence": "41", "Nats-TTL": "1h", "Trace": "t1", "Jetctl-Dlq-Redrives": "2",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("redrive headers\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestEntryFrom(t *testing.T) {
+	n := DefaultNames("ORDERS", "")
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := BuildCopy(n, &envelope.Message{Stream: "ORDERS", Seq: 9, Subject: "orders.paid", Time: ts, Data: []byte(`{"a":1}`)},
+		Advisory{Type: TypeMaxDeliver, Stream: "ORDERS", Consumer: "billing", StreamSeq: 9, Deliveries: 5}, ts)
+	e := EntryFrom(&envelope.Message{Stream: "DLQ_ORDERS", Seq: 3, Subject: c.Subject, Header: c.Header, Data: c.Data})
+	if e.SourceStream != "ORDERS" || e.SourceSeq != 9 || e.Consumer != "billing" || e.Reason != ReasonMaxDeliver ||
+		e.Deliveries != 5 || !e.SweptAt.Equal(ts) || e.Subject != "orders.paid" || e.Size != 7 {
+		t.Errorf("entry %+v", e)
+	}
+	g := e.Generic()
+	if a := g["data"].(map[string]any)["a"]; fmt.Sprint(a) != "1" || g["dlq_seq"] != 3 {
+		t.Errorf("generic %v (%T)", g, g["data"].(map[string]any)["a"])
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	if got := AdvisorySubjects("S", nil); !reflect.DeepEqual(got, []string{
+		"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.*", "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.S.*"}) {
+		t.Errorf("AdvisorySubjects = %v", got)
+	}
+	merged := mergeSubjects(AdvisorySubjects("S", []string{"a"}), AdvisorySubjects("S", nil))
+	if !reflect.DeepEqual(merged, AdvisorySubjects("S", nil)) {
+		t.Errorf("a wildcard should replace per-consumer subjects: %v", merged)
+	}
+	for _, c := range []struct {
+		filter, subject string
+		want            bool
+	}{{"a.*", "a.b", true}, {"a.*", "a.b.c", false}, {"a.>", "a.b.c", true}, {"a.>", "a", false}, {"a.b", "a.b", true}, {">", "x", true}} {
+		if subjectMatches(c.filter, c.subject) != c.want {
+			t.Errorf("subjectMatches(%q, %q) != %v", c.filter, c.subject, c.want)
+		}
+	}
+}

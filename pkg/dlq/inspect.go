@@ -1,0 +1,175 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/replay"
+)
+
+// Entry is a message in a DLQ stream, described by its headers.
+type Entry struct {
+	DLQStream    string    `json:"dlq_stream"`
+	DLQSeq       uint64    `json:"dlq_seq"`
+	SourceStream string    `json:"source_stream"`
+	SourceSeq    uint64    `json:"source_seq"`
+	Subject      string    `json:"subject"`
+	Consumer     string    `json:"consumer"`
+	Reason       string    `json:"reason"`
+	TermReason   string    `json:"term_reason,omitempty"`
+	Deliveries   uint64    `json:"deliveries"`
+	SweptAt      time.Time `json:"swept_at"`
+	Redrives     int       `json:"redrives"`
+	Size         int       `json:"size"`
+	// Message is the stored DLQ message.
+	Message *envelope.Message `json:"-"`
+}
+
+// EntryFrom reads a DLQ message's headers.
+func EntryFrom(m *envelope.Message) Entry {
+	h := m.Header
+	get := func(k string) string {
+		if h == nil {
+			return ""
+		}
+		return h.Get(k)
+	}
+	e := Entry{
+		DLQStream: m.Stream, DLQSeq: m.Seq, SourceStream: get(envelope.SourceStream),
+		Subject: get(envelope.SourceSubject), Consumer: get(HeaderConsumer), Reason: get(HeaderReason),
+		TermReason: get(HeaderTermReason), Size: len(m.Data), Message: m,
+	}
+	e.SourceSeq, _ = strconv.ParseUint(get(envelope.SourceSeq), 10, 64)
+	e.Deliveries, _ = strconv.ParseUint(get(HeaderDeliveries), 10, 64)
+	e.Redrives, _ = strconv.Atoi(get(HeaderRedrives))
+	if t, err := time.Parse(time.RFC3339Nano, get(HeaderSweptAt)); err == nil {
+		e.SweptAt = t
+	} else {
+		e.SweptAt = m.Time
+	}
+	return e
+}
+
+// Generic is the entry as jq programs (--filter) see it: its JSON fields,
+// plus the message's headers and data (decoded when JSON).
+func (e Entry) Generic() map[string]any {
+	g := e.Message.Generic()
+	out := map[string]any{
+		"dlq_stream": e.DLQStream, "dlq_seq": int(e.DLQSeq), "source_stream": e.SourceStream,
+		"source_seq": int(e.SourceSeq), "subject": e.Subject, "consumer": e.Consumer, "reason": e.Reason,
+		"term_reason": e.TermReason, "deliveries": int(e.Deliveries),
+		"swept_at": e.SweptAt.UTC().Format(time.RFC3339Nano), "redrives": e.Redrives, "size": e.Size,
+	}
+	for _, k := range []string{"headers", "data", "data_b64"} {
+		if v, ok := g[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Select chooses DLQ entries.
+type Select struct {
+	// Consumer keeps entries of this consumer only.
+	Consumer string
+	// Since keeps entries swept at or after it.
+	Since time.Time
+	// Before keeps entries swept before it.
+	Before time.Time
+	// Filter keeps entries for which it returns true.
+	Filter func(Entry) bool
+}
+
+func (s Select) keep(e Entry) bool {
+	if s.Consumer != "" && e.Consumer != s.Consumer {
+		return false
+	}
+	if !s.Since.IsZero() && e.SweptAt.Before(s.Since) {
+		return false
+	}
+	if !s.Before.IsZero() && !e.SweptAt.Before(s.Before) {
+		return false
+	}
+	return s.Filter == nil || s.Filter(e)
+}
+
+// DLQStreams names the DLQ streams: source's (or dlqStream, when given),
+// or every stream jetctl dlq setup created.
+func DLQStreams(ctx context.Context, js jetstream.JetStream, source, dlqStream string) ([]string, error) {
+	if dlqStream != "" {
+		if _, err := js.Stream(ctx, dlqStream); err != nil {
+			return nil, fmt.Errorf("stream %q: %w", dlqStream, err)
+		}
+		return []string{dlqStream}, nil
+	}
+	if source != "" {
+		n, err := Resolve(ctx, js, source)
+		if err != nil {
+			return nil, err
+		}
+		return []string{n.DLQ}, nil
+	}
+	var out []string
+	l := js.ListStreams(ctx)
+	for si := range l.Info() {
+		if si.Config.Metadata[MetaRole] == roleDLQ {
+			out = append(out, si.Config.Name)
+		}
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Each passes the selected entries of a DLQ stream to emit, in order, up
+// to the last message stored when it starts.
+func Each(ctx context.Context, js jetstream.JetStream, dlqStream string, sel Select, emit func(Entry) error) error {
+	r, err := replay.Resolve(ctx, js, replay.Config{Stream: dlqStream})
+	if err != nil {
+		return err
+	}
+	return replay.Read(ctx, js, r, func(m *envelope.Message) error {
+		e := EntryFrom(m)
+		if !sel.keep(e) {
+			return nil
+		}
+		return emit(e)
+	})
+}
+
+// ErrNoSuchEntry: no DLQ message at that sequence (or for that source sequence).
+var ErrNoSuchEntry = errors.New("no such DLQ message")
+
+// Get reads one DLQ entry by its DLQ sequence, or by its source sequence
+// when sourceSeq is set.
+func Get(ctx context.Context, js jetstream.JetStream, dlqStream string, seq, sourceSeq uint64) (Entry, error) {
+	a := newAPI(js)
+	req := msgGetRequest{Seq: seq}
+	what := fmt.Sprintf("sequence %d", seq)
+	if sourceSeq > 0 {
+		st, err := js.Stream(ctx, dlqStream)
+		if err != nil {
+			return Entry{}, fmt.Errorf("stream %q: %w", dlqStream, err)
+		}
+		prefix := "dlq." + st.CachedInfo().Config.Metadata[MetaSource]
+		req = msgGetRequest{LastFor: fmt.Sprintf("%s.%d", prefix, sourceSeq)}
+		what = fmt.Sprintf("source sequence %d", sourceSeq)
+	}
+	m, err := a.msgGet(ctx, dlqStream, req)
+	if errors.Is(err, errNoMessage) {
+		return Entry{}, fmt.Errorf("stream %q: %w at %s", dlqStream, ErrNoSuchEntry, what)
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	return EntryFrom(m), nil
+}

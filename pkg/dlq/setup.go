@@ -1,0 +1,266 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// SetupConfig says what to set up for one source stream.
+type SetupConfig struct {
+	Stream string
+	// Consumers whose advisories are captured; all of the stream's when empty.
+	Consumers []string
+	// DLQStream overrides the default DLQ_<stream>.
+	DLQStream string
+	// Replicas of the streams created; 0 takes the source stream's.
+	Replicas int
+	// MaxAge of the DLQ stream (0: keep forever).
+	MaxAge time.Duration
+	// CaptureMaxAge of the advisory capture stream (default 7d).
+	CaptureMaxAge time.Duration
+	DryRun        bool
+}
+
+// Resource is one thing setup created, found or changed.
+type Resource struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Action string `json:"action"`
+	Detail string `json:"detail"`
+}
+
+// Actions of a Resource.
+const (
+	ActionCreated        = "created"
+	ActionExists         = "exists"
+	ActionUpdated        = "updated"
+	ActionWouldCreate    = "would create"
+	ActionWouldUpdate    = "would update"
+	defaultCaptureMaxAge = 7 * 24 * time.Hour
+)
+
+// SetupResult lists the resources of a DLQ.
+type SetupResult struct {
+	Stream    string     `json:"stream"`
+	Resources []Resource `json:"resources"`
+	// CaptureCreated is true when advisories start being captured now:
+	// earlier ones were never captured.
+	CaptureCreated bool `json:"capture_created"`
+}
+
+// Setup creates what is missing and verifies what exists. Run again, it
+// changes nothing, except to capture the advisories of consumers named
+// for the first time.
+func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*SetupResult, error) {
+	src, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
+	}
+	for _, c := range cfg.Consumers {
+		if _, err := src.Consumer(ctx, c); err != nil {
+			return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, c, err)
+		}
+	}
+	replicas := cfg.Replicas
+	if replicas <= 0 {
+		replicas = src.CachedInfo().Config.Replicas
+	}
+	captureAge := cfg.CaptureMaxAge
+	if captureAge <= 0 {
+		captureAge = defaultCaptureMaxAge
+	}
+	n := DefaultNames(cfg.Stream, cfg.DLQStream)
+	res := &SetupResult{Stream: cfg.Stream}
+	add := func(kind, name, action, detail string) {
+		res.Resources = append(res.Resources, Resource{Kind: kind, Name: name, Action: action, Detail: detail})
+	}
+
+	// The capture stream.
+	want := AdvisorySubjects(cfg.Stream, cfg.Consumers)
+	capture, err := js.Stream(ctx, n.Capture)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		detail := strings.Join(want, ", ")
+		if cfg.DryRun {
+			add("stream", n.Capture, ActionWouldCreate, detail)
+			break
+		}
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        n.Capture,
+			Description: "Consumer advisories of stream " + cfg.Stream + " captured by jetctl dlq",
+			Subjects:    want,
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    replicas,
+			MaxAge:      captureAge,
+			Discard:     jetstream.DiscardOld,
+			Metadata:    map[string]string{MetaSource: cfg.Stream, MetaRole: roleCapture, MetaDLQ: n.DLQ},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
+		}
+		res.CaptureCreated = true
+		add("stream", n.Capture, ActionCreated, detail)
+	case err != nil:
+		return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
+	default:
+		cc := capture.CachedInfo().Config
+		if cc.Metadata[MetaSource] != cfg.Stream {
+			return nil, fmt.Errorf("%w: stream %q exists and was not created by jetctl dlq setup for %q", ErrInvalid, n.Capture, cfg.Stream)
+		}
+		if dlq := cc.Metadata[MetaDLQ]; cfg.DLQStream != "" && dlq != cfg.DLQStream {
+			return nil, fmt.Errorf("%w: stream %q already sweeps into %q, not %q", ErrInvalid, cfg.Stream, dlq, cfg.DLQStream)
+		}
+		n.DLQ = cc.Metadata[MetaDLQ]
+		subjects := mergeSubjects(cc.Subjects, want)
+		if slices.Equal(subjects, cc.Subjects) {
+			add("stream", n.Capture, ActionExists, strings.Join(cc.Subjects, ", "))
+			break
+		}
+		detail := "subjects " + strings.Join(subjects, ", ")
+		if cfg.DryRun {
+			add("stream", n.Capture, ActionWouldUpdate, detail)
+			break
+		}
+		cc.Subjects = subjects
+		if _, err := js.UpdateStream(ctx, cc); err != nil {
+			return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
+		}
+		add("stream", n.Capture, ActionUpdated, detail)
+	}
+
+	// The sweep's durable consumer on it.
+	if err := setupDurable(ctx, js, n, cfg.DryRun, replicas, add); err != nil {
+		return nil, err
+	}
+
+	// The DLQ stream.
+	dlq, err := js.Stream(ctx, n.DLQ)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		detail := n.SubjectPrefix + ".>"
+		if cfg.DryRun {
+			add("stream", n.DLQ, ActionWouldCreate, detail)
+			break
+		}
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        n.DLQ,
+			Description: "Dead letters of stream " + cfg.Stream + " (jetctl dlq)",
+			Subjects:    []string{n.SubjectPrefix + ".>"},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    replicas,
+			MaxAge:      cfg.MaxAge,
+			Metadata:    map[string]string{MetaSource: cfg.Stream, MetaRole: roleDLQ},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", n.DLQ, err)
+		}
+		add("stream", n.DLQ, ActionCreated, detail)
+	case err != nil:
+		return nil, fmt.Errorf("stream %q: %w", n.DLQ, err)
+	default:
+		dc := dlq.CachedInfo().Config
+		if dc.Metadata[MetaSource] != cfg.Stream || !slices.Contains(dc.Subjects, n.SubjectPrefix+".>") {
+			return nil, fmt.Errorf("%w: stream %q exists but is not the DLQ of %q (it needs subject %s.> and metadata %s=%s)",
+				ErrInvalid, n.DLQ, cfg.Stream, n.SubjectPrefix, MetaSource, cfg.Stream)
+		}
+		add("stream", n.DLQ, ActionExists, strings.Join(dc.Subjects, ", "))
+	}
+	return res, nil
+}
+
+func setupDurable(ctx context.Context, js jetstream.JetStream, n Names, dryRun bool, replicas int, add func(kind, name, action, detail string)) error {
+	name := n.Capture + " > " + n.Durable
+	if dryRun {
+		if _, err := js.Consumer(ctx, n.Capture, n.Durable); err == nil {
+			add("consumer", name, ActionExists, "explicit ack; its ack floor is the sweep's checkpoint")
+			return nil
+		}
+		add("consumer", name, ActionWouldCreate, "explicit ack; its ack floor is the sweep's checkpoint")
+		return nil
+	}
+	c, err := js.Consumer(ctx, n.Capture, n.Durable)
+	if err == nil {
+		if c.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy {
+			return fmt.Errorf("%w: consumer %q on %q does not ack explicitly", ErrInvalid, n.Durable, n.Capture)
+		}
+		add("consumer", name, ActionExists, fmt.Sprintf("ack floor %d", c.CachedInfo().AckFloor.Stream))
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
+	}
+	_, err = js.CreateConsumer(ctx, n.Capture, durableConfig(n.Durable, replicas))
+	if err != nil {
+		return fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
+	}
+	add("consumer", name, ActionCreated, "explicit ack; its ack floor is the sweep's checkpoint")
+	return nil
+}
+
+func durableConfig(name string, replicas int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       name,
+		Description:   "jetctl dlq sweep: its ack floor is the sweep's checkpoint",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       5 * time.Minute,
+		MaxAckPending: 20000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Replicas:      replicas,
+	}
+}
+
+// mergeSubjects adds want to have; a wildcard for all consumers replaces
+// the per-consumer subjects it covers.
+func mergeSubjects(have, want []string) []string {
+	out := slices.Clone(have)
+	for _, w := range want {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	var kept []string
+	for _, s := range out {
+		covered := false
+		for _, o := range out {
+			if o != s && strings.HasSuffix(o, ".*") && subjectMatches(o, s) {
+				covered = true
+			}
+		}
+		if !covered {
+			kept = append(kept, s)
+		}
+	}
+	return kept
+}
+
+// Resolve finds the names of an existing DLQ for stream (made by Setup).
+func Resolve(ctx context.Context, js jetstream.JetStream, stream string) (Names, error) {
+	n := DefaultNames(stream, "")
+	if _, err := js.Stream(ctx, stream); err != nil {
+		return n, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	capture, err := js.Stream(ctx, n.Capture)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return n, fmt.Errorf("stream %q: %w: no advisory capture stream %q (run: jetctl dlq setup --stream %s)", stream, ErrNotSetUp, n.Capture, stream)
+	}
+	if err != nil {
+		return n, fmt.Errorf("stream %q: %w", n.Capture, err)
+	}
+	if d := capture.CachedInfo().Config.Metadata[MetaDLQ]; d != "" {
+		n.DLQ = d
+	}
+	if _, err := js.Stream(ctx, n.DLQ); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return n, fmt.Errorf("stream %q: %w: DLQ stream %q is missing (run: jetctl dlq setup --stream %s)", stream, ErrNotSetUp, n.DLQ, stream)
+	} else if err != nil {
+		return n, fmt.Errorf("stream %q: %w", n.DLQ, err)
+	}
+	return n, nil
+}
