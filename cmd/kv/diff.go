@@ -1,7 +1,10 @@
 package kv
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -291,7 +294,7 @@ func revisionLabel(bucket, key string, e *kv.Entry) string {
 }
 
 func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, cfg *kv.TimeDiffConfig) (bool, error) {
-	d, err := kv.DiffTimes(ctx, js, *cfg)
+	c, err := kv.CompareTimes(ctx, js, *cfg)
 	if err != nil {
 		return false, err
 	}
@@ -299,77 +302,127 @@ func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js 
 	if to.IsZero() {
 		to = time.Now()
 	}
-	out := timeDiffJSON{
-		Bucket:  cfg.Bucket,
-		From:    cfg.From.UTC().Format(time.RFC3339Nano),
-		To:      to.UTC().Format(time.RFC3339Nano),
-		Added:   keyValues(d.OnlyRight),
-		Deleted: keyValues(d.OnlyLeft),
-		Changed: []changedJSON{},
+	doc := []docField{
+		{name: "bucket", value: cfg.Bucket},
+		{name: "from", value: cfg.From.UTC().Format(time.RFC3339Nano)},
+		{name: "to", value: to.UTC().Format(time.RFC3339Nano)},
+		{name: "added", list: keyValues(ctx, c.OnlyRight)},
+		{name: "deleted", list: keyValues(ctx, c.OnlyLeft)},
+		{name: "changed", list: func(item func(any) error) error {
+			return c.Changed(ctx, func(d kv.KeyDiff) error {
+				return item(changedJSON{Key: d.Key, FromRevision: d.Left.Revision, ToRevision: d.Right.Revision, Changes: d.Changes})
+			})
+		}},
 	}
-	for _, c := range d.Changed {
-		out.Changed = append(out.Changed, changedJSON{Key: c.Key, FromRevision: c.Left.Revision, ToRevision: c.Right.Revision, Changes: c.Changes})
+	summary := func() string {
+		deleted, added, changed := c.Counts()
+		return fmt.Sprintf("%d added, %d deleted, %d changed", added, deleted, changed)
 	}
-	summary := fmt.Sprintf("%d added, %d deleted, %d changed", len(d.OnlyRight), len(d.OnlyLeft), len(d.Changed))
-	return report(f, p, d, out, summary)
+	return report(ctx, f, p, c, doc, summary)
 }
 
 func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js, other jetstream.JetStream, mode *diffMode) (bool, error) {
 	cfg := mode.buckets
-	d, err := kv.DiffBuckets(ctx, js, other, *cfg)
+	c, err := kv.CompareBuckets(ctx, js, other, *cfg)
 	if err != nil {
 		return false, err
 	}
-	out := bucketsDiffJSON{
-		Left:      sideJSON{Bucket: cfg.Left},
-		Right:     sideJSON{Bucket: cfg.Right},
-		OnlyLeft:  keyValues(d.OnlyLeft),
-		OnlyRight: keyValues(d.OnlyRight),
-		Different: []differentJSON{},
-		Identical: d.Identical,
-	}
+	left, right := sideJSON{Bucket: cfg.Left}, sideJSON{Bucket: cfg.Right}
 	if o := mode.other; o != nil {
-		out.Right.Server = natsconn.RedactURL(o.Server)
-		out.Right.Context = o.Context
+		right.Server = natsconn.RedactURL(o.Server)
+		right.Context = o.Context
 	}
-	for _, c := range d.Changed {
-		out.Different = append(out.Different, differentJSON{Key: c.Key, LeftRevision: c.Left.Revision, RightRevision: c.Right.Revision, Changes: c.Changes})
+	doc := []docField{
+		{name: "left", value: left},
+		{name: "right", value: right},
+		{name: "only_left", list: keyValues(ctx, c.OnlyLeft)},
+		{name: "only_right", list: keyValues(ctx, c.OnlyRight)},
+		{name: "different", list: func(item func(any) error) error {
+			return c.Changed(ctx, func(d kv.KeyDiff) error {
+				return item(differentJSON{Key: d.Key, LeftRevision: d.Left.Revision, RightRevision: d.Right.Revision, Changes: d.Changes})
+			})
+		}},
+		{name: "identical", after: func() any { return c.Identical() }},
 	}
-	summary := fmt.Sprintf("%d only in %s, %d only in %s, %d different, %d identical",
-		len(d.OnlyLeft), out.Left.label(), len(d.OnlyRight), out.Right.label(), len(d.Changed), d.Identical)
-	return report(f, p, d, out, summary)
+	summary := func() string {
+		onlyLeft, onlyRight, changed := c.Counts()
+		return fmt.Sprintf("%d only in %s, %d only in %s, %d different, %d identical",
+			onlyLeft, left.label(), onlyRight, right.label(), changed, c.Identical())
+	}
+	return report(ctx, f, p, c, doc, summary)
 }
 
-// report prints a bucket diff: its warnings and what it read on stderr,
-// the diff itself on stdout. In text, + is a key only on the right (added),
-// - only on the left (deleted), ~ a key whose value differs.
-func report(f *factory.Factory, p *output.Printer, d *kv.BucketDiff, v any, summary string) (bool, error) {
-	for _, w := range d.Warnings {
+// report prints a bucket diff as it is computed, key by key: its warnings
+// on stderr, the diff on stdout, then what it read on stderr. In text, +
+// is a key only on the right (added), - only on the left (deleted), ~ a
+// key whose value differs, then the summary line. -o json and -o jsonl
+// write the document doc describes as it goes, so that a diff of any size
+// is never held whole; --jq and -o yaml need it whole and get it so.
+func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Comparison, doc []docField, summary func() string) (bool, error) {
+	for _, w := range c.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: %s\n", w)
 	}
-	err := printData(f, p, v, func(w io.Writer) {
-		for _, k := range d.OnlyRight {
-			fmt.Fprintf(w, "+ %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+	var err error
+	switch {
+	case p.Format == "table" && f.Output.JQ == "":
+		// A diff of a big bucket is many lines: write them in blocks.
+		w := bufio.NewWriterSize(f.IO.Out, 64<<10)
+		err = writeDiffText(ctx, w, c, summary)
+		if ferr := w.Flush(); err == nil {
+			err = ferr
 		}
-		for _, k := range d.OnlyLeft {
-			fmt.Fprintf(w, "- %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+	case (p.Format == "json" || p.Format == "jsonl") && f.Output.JQ == "":
+		w := bufio.NewWriterSize(f.IO.Out, 64<<10)
+		err = writeDoc(w, doc, p.Format == "json")
+		if ferr := w.Flush(); err == nil {
+			err = ferr
 		}
-		for _, c := range d.Changed {
-			fmt.Fprintf(w, "~ %s\n", c.Key)
-			for _, ch := range c.Changes {
-				fmt.Fprintln(w, indent(ch.String(), "    "))
-			}
+	default:
+		var buf bytes.Buffer
+		if err = writeDoc(&buf, doc, false); err == nil {
+			err = p.Print(json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil)
 		}
-		fmt.Fprintln(w, summary)
-	})
-	s := d.Stats
+	}
+	s := c.Stats()
 	rate := ""
 	if secs := s.Elapsed.Seconds(); secs > 0 {
 		rate = fmt.Sprintf(" (%s revisions/s)", humanize.Comma(int64(float64(s.Messages)/secs)))
 	}
 	fmt.Fprintf(f.IO.ErrOut, "read %s, %s, in %s%s\n",
 		plural(s.Messages, "revision"), humanize.IBytes(uint64(s.Bytes)), s.Elapsed.Round(time.Millisecond), rate)
-	return !d.Empty(), err
+	return c.Differs(), err
+}
+
+// writeDiffText writes a bucket diff for people, key by key.
+func writeDiffText(ctx context.Context, w io.Writer, c *kv.Comparison, summary func() string) error {
+	err := c.OnlyRight(ctx, func(k kv.KeyState) error {
+		_, err := fmt.Fprintf(w, "+ %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = c.OnlyLeft(ctx, func(k kv.KeyState) error {
+		_, err := fmt.Fprintf(w, "- %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = c.Changed(ctx, func(d kv.KeyDiff) error {
+		fmt.Fprintf(w, "~ %s\n", d.Key)
+		for _, ch := range d.Changes {
+			if _, err := fmt.Fprintln(w, indent(ch.String(), "    ")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, summary())
+	return err
 }
 
 func plural(n int, noun string) string {
@@ -383,7 +436,10 @@ func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
-// The JSON forms of bucket diffs (documented in docs/kv.md).
+// The JSON forms of bucket diffs (documented in docs/kv.md). The commands
+// stream timeDiffJSON and bucketsDiffJSON field by field (see writeDoc and
+// its test, which checks the stream against these whole documents); the
+// item types are encoded as they are.
 type (
 	timeDiffJSON struct {
 		Bucket  string         `json:"bucket"`
@@ -428,12 +484,13 @@ type (
 	}
 )
 
-func keyValues(states []kv.KeyState) []keyValueJSON {
-	out := make([]keyValueJSON, 0, len(states))
-	for _, s := range states {
-		out = append(out, keyValueJSON{Key: s.Key, Revision: s.Revision, Time: s.Time.UTC().Format(time.RFC3339Nano), Value: kv.Raw(s.Value)})
+// keyValues lists the keys of one walk of a comparison as keyValueJSON.
+func keyValues(ctx context.Context, walk func(context.Context, func(kv.KeyState) error) error) func(item func(any) error) error {
+	return func(item func(any) error) error {
+		return walk(ctx, func(s kv.KeyState) error {
+			return item(keyValueJSON{Key: s.Key, Revision: s.Revision, Time: s.Time.UTC().Format(time.RFC3339Nano), Value: kv.Raw(s.Value)})
+		})
 	}
-	return out
 }
 
 // label names a side in the text summary: the bucket, and its server or

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sort"
-	"sync"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,9 +43,6 @@ type BucketDiff struct {
 	// Warnings are caveats about the result, for people.
 	Warnings []string
 	Stats    Stats
-
-	// names are the buckets of each changed key, for its diff's labels.
-	names [][2]string
 }
 
 // Empty reports whether the two sides are the same.
@@ -67,14 +64,240 @@ type TimeDiffConfig struct {
 	ValueBudget int64
 }
 
-// DiffTimes compares a bucket's state at From with its state at To. Only
-// keys written in [From, To) can differ. Against now, those are the keys
-// whose last revision is at or after From, found with one last-per-subject
-// pass; against an earlier To, one ordered-consumer pass over the window.
-// Their last revisions before From come from batched multi_last direct gets
-// when they are few, else from one pass over the revisions before From.
-// Memory holds those keys only, values within ValueBudget.
+// Comparison is a bucket diff ready to be walked: the keys whose states
+// differ byte for byte, in key order, with both states. The walks
+// (OnlyLeft, OnlyRight, Changed) hand out one key at a time, so that a
+// caller can write a diff of any size without holding it whole; each may
+// be walked once.
+type Comparison struct {
+	// Warnings are caveats about the result, for people.
+	Warnings []string
+
+	pairs     []pair
+	ls, rs    state
+	identical int
+	stats     Stats
+	started   time.Time
+	onlyLeft  int
+	onlyRight int
+	changed   int
+}
+
+// pair is one key's states on both sides; a nil record is no revision.
+type pair struct {
+	key  string
+	l, r *record
+}
+
+// Stats is what the comparison read so far, and for how long.
+func (c *Comparison) Stats() Stats {
+	s := c.stats
+	s.Elapsed = time.Since(c.started)
+	return s
+}
+
+// Identical counts keys with equal values on both sides; it is complete
+// once Changed has been walked. A diff between times counts only keys
+// written between them.
+func (c *Comparison) Identical() int { return c.identical }
+
+// Differs reports whether a walk found a difference so far.
+func (c *Comparison) Differs() bool { return c.onlyLeft+c.onlyRight+c.changed > 0 }
+
+// Counts are how many keys the walks handed out so far.
+func (c *Comparison) Counts() (onlyLeft, onlyRight, changed int) {
+	return c.onlyLeft, c.onlyRight, c.changed
+}
+
+// OnlyLeft calls fn, in key order, for each key with a value on the left
+// only: deleted since the earlier time, or missing from the right bucket.
+func (c *Comparison) OnlyLeft(ctx context.Context, fn func(KeyState) error) error {
+	return c.onlyOne(ctx, c.ls, func(p *pair) (*record, bool) { return p.l, p.l.present() && !p.r.present() }, &c.onlyLeft, fn)
+}
+
+// OnlyRight calls fn, in key order, for each key with a value on the right
+// only: added.
+func (c *Comparison) OnlyRight(ctx context.Context, fn func(KeyState) error) error {
+	return c.onlyOne(ctx, c.rs, func(p *pair) (*record, bool) { return p.r, p.r.present() && !p.l.present() }, &c.onlyRight, fn)
+}
+
+func (c *Comparison) onlyOne(ctx context.Context, s state, pick func(*pair) (*record, bool), n *int, fn func(KeyState) error) error {
+	for i := range c.pairs {
+		p := &c.pairs[i]
+		r, ok := pick(p)
+		if !ok {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v, err := s.value(ctx, r)
+		if err != nil {
+			return err
+		}
+		*n++
+		if err := fn(KeyState{Key: p.key, Revision: r.rev, Time: r.time, Value: v}); err != nil {
+			return err
+		}
+		r.value = nil
+	}
+	return nil
+}
+
+// changedBlock is how many changed keys one diff worker takes at a time.
+const changedBlock = 256
+
+// Changed calls fn, in key order, for each key whose values differ, with
+// their changes and without the values. The diffs are computed on every
+// core, a block of keys at a time, a few blocks ahead of fn; keys whose
+// values turn out equal as JSON (spelled differently) count as identical.
+func (c *Comparison) Changed(ctx context.Context, fn func(KeyDiff) error) error {
+	var both []int
+	for i := range c.pairs {
+		if p := &c.pairs[i]; p.l.present() && p.r.present() {
+			both = append(both, i)
+		}
+	}
+	type block struct {
+		diffs     []KeyDiff
+		identical int
+		err       error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Blocks are computed in parallel and handed to fn in order: each
+	// block's result has its own channel, queued in order.
+	queue := make(chan chan block, runtime.GOMAXPROCS(0)+1)
+	go func() {
+		defer close(queue)
+		for start := 0; start < len(both); start += changedBlock {
+			out := make(chan block, 1)
+			select {
+			case queue <- out:
+			case <-ctx.Done():
+				return
+			}
+			go func(idx []int) {
+				var b block
+				for _, i := range idx {
+					if ctx.Err() != nil {
+						b.err = ctx.Err()
+						break
+					}
+					d, err := c.diffPair(ctx, &c.pairs[i])
+					if err != nil {
+						b.err = err
+						break
+					}
+					if len(d.Changes) == 0 {
+						b.identical++
+						continue
+					}
+					b.diffs = append(b.diffs, d)
+				}
+				out <- b
+			}(both[start:min(start+changedBlock, len(both))])
+		}
+	}()
+	for out := range queue {
+		b := <-out
+		if b.err != nil {
+			return b.err
+		}
+		c.identical += b.identical
+		for _, d := range b.diffs {
+			c.changed++
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// diffPair computes one key's changes and lets its values go.
+func (c *Comparison) diffPair(ctx context.Context, p *pair) (KeyDiff, error) {
+	l, r := p.l, p.r
+	lv, err := c.ls.value(ctx, l)
+	if err != nil {
+		return KeyDiff{}, err
+	}
+	rv, err := c.rs.value(ctx, r)
+	if err != nil {
+		return KeyDiff{}, err
+	}
+	changes := diffLabelled(lv, rv, func() (string, string) {
+		return fmt.Sprintf("%s/%s@%d", c.ls.b.name, p.key, l.rev), fmt.Sprintf("%s/%s@%d", c.rs.b.name, p.key, r.rev)
+	})
+	l.value, r.value = nil, nil
+	return KeyDiff{
+		Key:     p.key,
+		Left:    KeyState{Key: p.key, Revision: l.rev, Time: l.time},
+		Right:   KeyState{Key: p.key, Revision: r.rev, Time: r.time},
+		Changes: changes,
+	}, nil
+}
+
+// Collect walks the whole comparison into a BucketDiff.
+func (c *Comparison) Collect(ctx context.Context) (*BucketDiff, error) {
+	d := &BucketDiff{Warnings: c.Warnings}
+	err := c.OnlyLeft(ctx, func(k KeyState) error {
+		d.OnlyLeft = append(d.OnlyLeft, k)
+		return nil
+	})
+	if err == nil {
+		err = c.OnlyRight(ctx, func(k KeyState) error {
+			d.OnlyRight = append(d.OnlyRight, k)
+			return nil
+		})
+	}
+	if err == nil {
+		err = c.Changed(ctx, func(k KeyDiff) error {
+			d.Changed = append(d.Changed, k)
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Identical = c.identical
+	d.Stats = c.Stats()
+	return d, nil
+}
+
+// add files one key's two states: identical ones are counted, and keys
+// with no value on either side are left out.
+func (c *Comparison) add(key string, l, r *record) {
+	switch {
+	case !l.present() && !r.present():
+		return
+	case l.present() && r.present() && sameValue(l, r):
+		c.identical++
+		c.ls.release(l)
+		c.rs.release(r)
+		return
+	}
+	c.pairs = append(c.pairs, pair{key: key, l: l, r: r})
+}
+
+// DiffTimes compares a bucket's state at From with its state at To: see
+// CompareTimes.
 func DiffTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfig) (*BucketDiff, error) {
+	c, err := CompareTimes(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.Collect(ctx)
+}
+
+// CompareTimes reads a bucket's states at From and at To. Only keys
+// written in [From, To) can differ. Against now, those are the keys whose
+// last revision is at or after From, found with one last-per-subject pass;
+// against an earlier To, one pass over the window. Their last revisions
+// before From come from batched multi_last direct gets when they are few,
+// else from one pass over the revisions before From. Memory holds those
+// keys only, values within ValueBudget and hashes beyond.
+func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfig) (*Comparison, error) {
 	started := time.Now()
 	b, err := openBucket(ctx, js, cfg.Bucket)
 	if err != nil {
@@ -82,7 +305,7 @@ func DiffTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfig) 
 	}
 	budget := valueBudget(cfg.ValueBudget)
 	side := state{b: b, budget: &budget}
-	d := &BucketDiff{}
+	c := &Comparison{ls: side, rs: side, started: started}
 
 	// right holds the keys written in [From, To) with their state at To;
 	// every other key is the same at both times. mayHaveExisted marks keys
@@ -96,10 +319,12 @@ func DiffTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfig) 
 		// pass, whatever the number of revisions in the window.
 		spec := scanSpec{patterns: cfg.Keys, deliver: jetstream.DeliverLastPerSubjectPolicy}
 		err = b.scan(ctx, js, spec, func(e Entry) error {
-			d.Stats.add(e)
+			c.stats.add(e)
 			if !e.Time.Before(cfg.From) {
 				right[e.Key] = side.record(e)
-				mayHaveExisted[e.Key] = e.Op == OpPurge || b.history() == 1
+				if e.Op == OpPurge || b.history() == 1 {
+					mayHaveExisted[e.Key] = true
+				}
 			}
 			return nil
 		})
@@ -110,11 +335,12 @@ func DiffTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfig) 
 			if !e.Time.Before(cfg.To) {
 				return errStop
 			}
-			d.Stats.add(e)
-			if old := right[e.Key]; old != nil && old.kept {
-				budget += int64(len(old.value))
+			c.stats.add(e)
+			if old := right[e.Key]; old != nil {
+				side.update(old, e)
+			} else {
+				right[e.Key] = side.record(e)
 			}
-			right[e.Key] = side.record(e)
 			written[e.Key]++
 			if e.Op == OpPurge || b.history() > 0 && written[e.Key] >= b.history() {
 				mayHaveExisted[e.Key] = true
@@ -126,32 +352,26 @@ func DiffTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfig) 
 		return nil, err
 	}
 	keys := sortedKeys(right)
-	left, err := side.lastBefore(ctx, js, keys, cfg.Keys, cfg.From, &d.Stats)
+	left, err := side.lastBefore(ctx, js, keys, cfg.Keys, cfg.From, &c.stats)
 	if err != nil {
 		return nil, err
 	}
 
 	gone := 0
+	c.pairs = make([]pair, 0, len(keys))
 	for _, k := range keys {
 		l, r := left[k], right[k]
 		if l == nil && mayHaveExisted[k] {
 			gone++
 		}
-		if err := d.compare(ctx, k, side, l, side, r); err != nil {
-			return nil, err
-		}
-		// Let the values go as soon as they are compared.
-		delete(left, k)
-		delete(right, k)
+		c.add(k, l, r)
 	}
-	d.finish()
 	if gone > 0 {
-		d.Warnings = append(d.Warnings, fmt.Sprintf(
+		c.Warnings = append(c.Warnings, fmt.Sprintf(
 			"bucket %q has history %d, and purges remove revisions: %d keys written since %s have no older revision left; they may have existed then (reported as added, or not at all when now deleted)",
 			b.name, b.history(), gone, cfg.From.UTC().Format(time.RFC3339)))
 	}
-	d.Stats.Elapsed = time.Since(started)
-	return d, nil
+	return c, nil
 }
 
 // BucketsDiffConfig selects two buckets, possibly on two servers.
@@ -163,11 +383,22 @@ type BucketsDiffConfig struct {
 	ValueBudget int64
 }
 
-// DiffBuckets compares the current states of two buckets: one
+// DiffBuckets compares the current states of two buckets: see
+// CompareBuckets.
+func DiffBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cfg BucketsDiffConfig) (*BucketDiff, error) {
+	c, err := CompareBuckets(ctx, leftJS, rightJS, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.Collect(ctx)
+}
+
+// CompareBuckets reads the current states of two buckets: one
 // last-per-subject pass over each, keeping the left side as hashes (and
 // values while the budget lasts) and comparing the right side as it
-// streams by.
-func DiffBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cfg BucketsDiffConfig) (*BucketDiff, error) {
+// streams by, so that memory holds the left bucket and the keys that
+// differ.
+func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cfg BucketsDiffConfig) (*Comparison, error) {
 	started := time.Now()
 	lb, err := openBucket(ctx, leftJS, cfg.Left)
 	if err != nil {
@@ -178,15 +409,14 @@ func DiffBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cfg B
 		return nil, err
 	}
 	budget := valueBudget(cfg.ValueBudget)
-	ls, rs := state{b: lb, budget: &budget}, state{b: rb, budget: &budget}
-	d := &BucketDiff{}
+	c := &Comparison{ls: state{b: lb, budget: &budget}, rs: state{b: rb, budget: &budget}, started: started}
 
 	left := map[string]*record{}
 	spec := scanSpec{patterns: cfg.Keys, deliver: jetstream.DeliverLastPerSubjectPolicy}
 	err = lb.scan(ctx, leftJS, spec, func(e Entry) error {
-		d.Stats.add(e)
+		c.stats.add(e)
 		if e.Op == OpPut {
-			left[e.Key] = ls.record(e)
+			left[e.Key] = c.ls.record(e)
 		}
 		return nil
 	})
@@ -194,111 +424,23 @@ func DiffBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cfg B
 		return nil, err
 	}
 	err = rb.scan(ctx, rightJS, spec, func(e Entry) error {
-		d.Stats.add(e)
+		c.stats.add(e)
 		if e.Op != OpPut {
 			return nil
 		}
 		l := left[e.Key]
 		delete(left, e.Key)
-		if l != nil && l.kept {
-			// Give the left value's memory back once it is compared.
-			budget += int64(len(l.value))
-		}
-		return d.compare(ctx, e.Key, ls, l, rs, rs.record(e))
+		c.add(e.Key, l, c.rs.record(e))
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	for k, l := range left {
-		if err := d.compare(ctx, k, ls, l, rs, nil); err != nil {
-			return nil, err
-		}
+		c.add(k, l, nil)
 	}
-	d.finish()
-	d.sort()
-	d.Stats.Elapsed = time.Since(started)
-	return d, nil
-}
-
-// compare files one key under only-left, only-right, changed or identical.
-func (d *BucketDiff) compare(ctx context.Context, key string, ls state, l *record, rs state, r *record) error {
-	switch {
-	case !l.present() && !r.present():
-		return nil
-	case !r.present():
-		v, err := ls.value(ctx, l)
-		d.OnlyLeft = append(d.OnlyLeft, KeyState{Key: key, Revision: l.rev, Time: l.time, Value: v})
-		return err
-	case !l.present():
-		v, err := rs.value(ctx, r)
-		d.OnlyRight = append(d.OnlyRight, KeyState{Key: key, Revision: r.rev, Time: r.time, Value: v})
-		return err
-	case sameValue(l, r):
-		d.Identical++
-		return nil
-	}
-	lv, err := ls.value(ctx, l)
-	if err != nil {
-		return err
-	}
-	rv, err := rs.value(ctx, r)
-	if err != nil {
-		return err
-	}
-	// The value diffs are computed together, in parallel, by finish.
-	d.Changed = append(d.Changed, KeyDiff{
-		Key:   key,
-		Left:  KeyState{Key: key, Revision: l.rev, Time: l.time, Value: lv},
-		Right: KeyState{Key: key, Revision: r.rev, Time: r.time, Value: rv},
-	})
-	d.names = append(d.names, [2]string{ls.b.name, rs.b.name})
-	return nil
-}
-
-// finish computes the value diffs of the changed keys on every core, drops
-// the keys whose values turn out equal as JSON (counted as identical), and
-// lets the values go.
-func (d *BucketDiff) finish() {
-	workers := min(runtime.GOMAXPROCS(0), len(d.Changed))
-	var wg sync.WaitGroup
-	next := make(chan int, len(d.Changed))
-	for i := range d.Changed {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				c := &d.Changed[i]
-				c.Changes = Diff(c.Left.Value, c.Right.Value,
-					fmt.Sprintf("%s/%s@%d", d.names[i][0], c.Key, c.Left.Revision),
-					fmt.Sprintf("%s/%s@%d", d.names[i][1], c.Key, c.Right.Revision))
-				c.Left.Value, c.Right.Value = nil, nil
-			}
-		}()
-	}
-	wg.Wait()
-	kept := d.Changed[:0]
-	for _, c := range d.Changed {
-		if len(c.Changes) == 0 {
-			// Equal as JSON, spelled differently.
-			d.Identical++
-			continue
-		}
-		kept = append(kept, c)
-	}
-	d.Changed, d.names = kept, nil
-}
-
-func (d *BucketDiff) sort() {
-	byKey := func(s []KeyState) {
-		sort.Slice(s, func(i, j int) bool { return s[i].Key < s[j].Key })
-	}
-	byKey(d.OnlyLeft)
-	byKey(d.OnlyRight)
-	sort.Slice(d.Changed, func(i, j int) bool { return d.Changed[i].Key < d.Changed[j].Key })
+	slices.SortFunc(c.pairs, func(a, b pair) int { return strings.Compare(a.key, b.key) })
+	return c, nil
 }
 
 func valueBudget(b int64) int64 {

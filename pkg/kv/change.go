@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -61,6 +62,35 @@ func (c Change) MarshalJSON() ([]byte, error) {
 }
 
 func writeJSONValue(b *bytes.Buffer, v any) error {
+	// The scalars of decoded documents, written as the encoder below
+	// would: a bucket diff writes a few for each of many keys.
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+		return nil
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+		return nil
+	case json.Number:
+		if isPlainNumber(string(x)) {
+			b.WriteString(string(x))
+			return nil
+		}
+	case string:
+		if isPlainString(x) {
+			b.WriteByte('"')
+			b.WriteString(x)
+			b.WriteByte('"')
+			return nil
+		}
+	case ChangeOp:
+		if isPlainString(string(x)) {
+			b.WriteByte('"')
+			b.WriteString(string(x))
+			b.WriteByte('"')
+			return nil
+		}
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
@@ -105,6 +135,12 @@ func Compact(v any) string {
 // documents that are equal as JSON (key order, spacing) have no changes.
 // beforeName and afterName label the unified diff.
 func Diff(before, after []byte, beforeName, afterName string) []Change {
+	return diffLabelled(before, after, func() (string, string) { return beforeName, afterName })
+}
+
+// diffLabelled is Diff with the labels made only when a unified diff needs
+// them: a bucket diff compares many JSON values and labels few texts.
+func diffLabelled(before, after []byte, names func() (string, string)) []Change {
 	switch {
 	case before == nil && after == nil:
 		return nil
@@ -116,6 +152,13 @@ func Diff(before, after []byte, beforeName, afterName string) []Change {
 	if bytes.Equal(before, after) {
 		return nil
 	}
+	// Most values of a bucket are JSON that the fast decoder reads, and a
+	// document it reads whole is valid JSON: no need to check it first.
+	if bv, err := decodeFast(before); err == nil {
+		if av, err := decodeFast(after); err == nil {
+			return DiffJSON(bv, av)
+		}
+	}
 	bk, ak := KindOf(before), KindOf(after)
 	if bk == KindJSON && ak == KindJSON {
 		bv, err1 := decodeJSON(before)
@@ -125,6 +168,7 @@ func Diff(before, after []byte, beforeName, afterName string) []Change {
 		}
 	}
 	if bk != KindBinary && ak != KindBinary {
+		beforeName, afterName := names()
 		return []Change{{
 			Path: ".", Op: ChangeUpdate, Before: string(before), After: string(after),
 			Unified: unified(string(before), string(after), beforeName, afterName),
@@ -158,4 +202,54 @@ func lines(s string) []string {
 		out[len(out)-1] += "\n"
 	}
 	return out
+}
+
+// isPlainString reports whether JSON writes s between quotes unchanged:
+// printable ASCII without quotes or backslashes.
+func isPlainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// isPlainNumber reports whether s is a JSON number literal, which the
+// encoder writes as it is: an optional minus, digits without a leading
+// zero, an optional fraction and exponent.
+func isPlainNumber(s string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
-// pullBatch is how many messages an ordered consumer asks for at a time:
+// pullBatch is how many messages a following ordered consumer asks for at a time:
 // large enough that a pass over a big bucket is not paced by round trips.
 const pullBatch = 2048
 
@@ -31,7 +31,8 @@ type scanSpec struct {
 var errStop = errors.New("stop scan")
 
 // scan delivers the matching revisions in stream order to fn until the end
-// of the range, ctx is done, or fn returns errStop or an error.
+// of the range, ctx is done, or fn returns errStop or an error. A bounded
+// pass reads with pullScan; a pass that follows, with an ordered consumer.
 func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec, fn func(Entry) error) error {
 	filters, match := b.consumerFilters(spec.patterns)
 	cfg := jetstream.OrderedConsumerConfig{
@@ -63,8 +64,16 @@ func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec
 		cfg.OptStartTime = &t
 	}
 	endSeq := b.info.State.LastSeq
-	if !spec.follow && endSeq == 0 {
-		return nil
+	if !spec.follow {
+		if endSeq == 0 {
+			return nil
+		}
+		return b.pullScan(ctx, js, jetstream.ConsumerConfig{
+			FilterSubjects: cfg.FilterSubjects,
+			DeliverPolicy:  cfg.DeliverPolicy,
+			OptStartSeq:    cfg.OptStartSeq,
+			OptStartTime:   cfg.OptStartTime,
+		}, endSeq, match, fn)
 	}
 	cons, err := b.stream.OrderedConsumer(ctx, cfg)
 	if err != nil {

@@ -67,9 +67,19 @@ type state struct {
 }
 
 func (s state) record(e Entry) *record {
-	r := &record{rev: e.Revision, op: e.Op, time: e.Time}
+	r := &record{}
+	s.update(r, e)
+	return r
+}
+
+// update sets r to a revision: its value while the budget lasts, else its
+// hash. A record overwritten by a later revision gives its value's memory
+// back first: most revisions a pass reads are overwritten so.
+func (s state) update(r *record, e Entry) {
+	s.release(r)
+	*r = record{rev: e.Revision, op: e.Op, time: e.Time}
 	if e.Op != OpPut {
-		return r
+		return
 	}
 	if int64(len(e.Value)) <= *s.budget {
 		*s.budget -= int64(len(e.Value))
@@ -77,7 +87,15 @@ func (s state) record(e Entry) *record {
 	} else {
 		r.hash = sha256.Sum256(e.Value)
 	}
-	return r
+}
+
+// release lets a kept value go and gives its memory back to the budget.
+func (s state) release(r *record) {
+	if r == nil || !r.kept {
+		return
+	}
+	*s.budget += int64(len(r.value))
+	r.value, r.kept = nil, false
 }
 
 // value returns a present record's value, reading it again by revision
@@ -172,18 +190,11 @@ func (s state) lastBeforeByScan(ctx context.Context, js jetstream.JetStream, key
 		}
 		stats.add(e)
 		if want[e.Key] {
-			old := out[e.Key]
-			if old != nil && old.kept {
-				*s.budget += int64(len(old.value))
+			if old := out[e.Key]; old != nil {
+				s.update(old, e)
+			} else {
+				out[e.Key] = s.record(e)
 			}
-			r := s.record(e)
-			if old != nil {
-				// Most revisions before t are overwritten by later ones:
-				// reuse the record rather than make garbage of it.
-				*old = *r
-				return nil
-			}
-			out[e.Key] = r
 		}
 		return nil
 	})

@@ -56,6 +56,9 @@ func binaryInfo(data []byte) BinaryInfo {
 
 // decodeJSON decodes a value already known to be JSON, keeping numbers exact.
 func decodeJSON(data []byte) (any, error) {
+	if v, err := decodeFast(data); err == nil {
+		return v, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

@@ -1,0 +1,107 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+)
+
+// docField is one field of a JSON document written as it is computed: a
+// value known up front, a list whose items come one at a time, or a value
+// known only once the lists before it are written.
+type docField struct {
+	name  string
+	value any
+	list  func(item func(any) error) error
+	after func() any
+}
+
+// writeDoc writes fields as one JSON object, in order, holding one item at
+// a time. indent gives exactly what the output package writes for -o json
+// (two-space indent, HTML characters as they are); otherwise it is what
+// json.Marshal gives, on one line, as -o jsonl writes it.
+func writeDoc(w io.Writer, fields []docField, indent bool) error {
+	d := docWriter{w: w, indent: indent}
+	d.depth1 = d.encoder("  ")
+	d.depth2 = d.encoder("    ")
+	d.write("{")
+	for i, f := range fields {
+		if i > 0 {
+			d.write(",")
+		}
+		d.newline("  ")
+		d.write(`"` + f.name + `":`)
+		if indent {
+			d.write(" ")
+		}
+		switch {
+		case f.list != nil:
+			d.write("[")
+			n := 0
+			err := f.list(func(v any) error {
+				if n > 0 {
+					d.write(",")
+				}
+				n++
+				d.newline("    ")
+				d.encode(d.depth2, v)
+				return d.err
+			})
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				d.newline("  ")
+			}
+			d.write("]")
+		case f.after != nil:
+			d.encode(d.depth1, f.after())
+		default:
+			d.encode(d.depth1, f.value)
+		}
+	}
+	d.newline("")
+	d.write("}\n")
+	return d.err
+}
+
+type docWriter struct {
+	w              io.Writer
+	indent         bool
+	buf            bytes.Buffer
+	depth1, depth2 *json.Encoder
+	err            error
+}
+
+func (d *docWriter) encoder(prefix string) *json.Encoder {
+	enc := json.NewEncoder(&d.buf)
+	if d.indent {
+		enc.SetEscapeHTML(false)
+		enc.SetIndent(prefix, "  ")
+	}
+	return enc
+}
+
+func (d *docWriter) write(s string) {
+	if d.err == nil {
+		_, d.err = io.WriteString(d.w, s)
+	}
+}
+
+func (d *docWriter) newline(prefix string) {
+	if d.indent {
+		d.write("\n" + prefix)
+	}
+}
+
+// encode writes v with enc, without the newline Encode ends with.
+func (d *docWriter) encode(enc *json.Encoder, v any) {
+	if d.err != nil {
+		return
+	}
+	d.buf.Reset()
+	if d.err = enc.Encode(v); d.err != nil {
+		return
+	}
+	_, d.err = d.w.Write(bytes.TrimSuffix(d.buf.Bytes(), []byte("\n")))
+}
