@@ -16,7 +16,7 @@ import (
 type Emit func(*envelope.Message) error
 
 const (
-	directBatchSize = 1000
+	directBatchSize = 4000
 	orderedBuffer   = 2000
 	// idleCheck is how long the ordered reader waits for a message before
 	// asking the server whether any is left to come.
