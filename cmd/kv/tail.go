@@ -75,7 +75,21 @@ them the tail runs until interrupted.`,
 			js, err := f.JetStream(ctx)
 			matched := 0
 			if err == nil {
-				matched, err = kv.Tail(ctx, js, cfg, func(e kv.Entry) error { return p.Item(e) })
+				out := output.NewLineWriter(f.IO.Out)
+				defer out.Close()
+				p.Out = out
+				var line []byte
+				matched, err = kv.Tail(ctx, js, cfg, func(e kv.Entry) error {
+					if f.Output.JQ != "" {
+						return p.Item(e)
+					}
+					var err error
+					if line, err = e.AppendJSON(line[:0]); err != nil {
+						return err
+					}
+					_, err = out.Write(line)
+					return err
+				})
 			}
 			if wait > 0 && errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
 				return waitExpired(cfg, wait, matched)

@@ -4,12 +4,14 @@
 package output
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/itchyny/gojq"
 	"github.com/olekukonko/tablewriter"
@@ -132,6 +134,56 @@ func (p *Printer) AppendJQ(buf []byte, generic any) ([]byte, error) {
 	err := p.runJQ(generic)
 	p.Out = saved
 	return w.Bytes(), err
+}
+
+// LineWriter buffers lines for a stream of results and flushes them at
+// least every FlushEvery, so that a follower (a tail) shows each line
+// promptly without a write per line when lines come fast.
+type LineWriter struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+// FlushEvery bounds how long a written line may wait in the buffer.
+const FlushEvery = 100 * time.Millisecond
+
+// NewLineWriter starts a LineWriter on w; Close flushes and stops it.
+func NewLineWriter(w io.Writer) *LineWriter {
+	lw := &LineWriter{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(lw.done)
+		t := time.NewTicker(FlushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				lw.mu.Lock()
+				lw.w.Flush()
+				lw.mu.Unlock()
+			case <-lw.stop:
+				return
+			}
+		}
+	}()
+	return lw
+}
+
+// Write buffers p.
+func (lw *LineWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(p)
+}
+
+// Close flushes what is buffered and stops the background flushes.
+func (lw *LineWriter) Close() error {
+	close(lw.stop)
+	<-lw.done
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Flush()
 }
 
 // Table is a table under construction.

@@ -3,6 +3,8 @@ package output
 import (
 	"bytes"
 	"strings"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -111,5 +113,44 @@ func TestAppendJQOnGenericValues(t *testing.T) {
 	out, err := p.AppendJQ(nil, map[string]any{"seq": 189, "data": map[string]any{"id": "x"}})
 	if err != nil || string(out) != "189 x\n" {
 		t.Errorf("AppendJQ = %q, %v", out, err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLineWriterFlushesPromptly: a line written to a quiet stream shows up
+// without Close, and Close flushes the rest.
+func TestLineWriterFlushesPromptly(t *testing.T) {
+	var out syncBuffer
+	lw := NewLineWriter(&out)
+	lw.Write([]byte("first\n"))
+	deadline := time.Now().Add(5 * time.Second)
+	for out.String() != "first\n" {
+		if time.Now().After(deadline) {
+			t.Fatalf("line not flushed: %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	lw.Write([]byte("second\n"))
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "first\nsecond\n" {
+		t.Errorf("after Close: %q", out.String())
 	}
 }

@@ -114,6 +114,11 @@ func (e Entry) Generic() (any, error) {
 		"size":     len(e.Value),
 	}
 	if e.Op == OpPut {
+		// A value the fast decoder reads whole is JSON: no separate check.
+		if v, err := decodeFast(e.Value); err == nil {
+			m["value"] = v
+			return m, nil
+		}
 		switch KindOf(e.Value) {
 		case KindJSON:
 			v, err := decodeJSON(e.Value)
