@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 )
