@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 func TestParseAdvisory(t *testing.T) {
@@ -128,8 +129,8 @@ func TestSubjects(t *testing.T) {
 		filter, subject string
 		want            bool
 	}{{"a.*", "a.b", true}, {"a.*", "a.b.c", false}, {"a.>", "a.b.c", true}, {"a.>", "a", false}, {"a.b", "a.b", true}, {">", "x", true}} {
-		if subjectMatches(c.filter, c.subject) != c.want {
-			t.Errorf("subjectMatches(%q, %q) != %v", c.filter, c.subject, c.want)
+		if jsapi.SubjectMatches(c.filter, c.subject) != c.want {
+			t.Errorf("jsapi.SubjectMatches(%q, %q) != %v", c.filter, c.subject, c.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/replay"
 )
 
@@ -152,8 +153,8 @@ var ErrNoSuchEntry = errors.New("no such DLQ message")
 // Get reads one DLQ entry by its DLQ sequence, or by its source sequence
 // when sourceSeq is set.
 func Get(ctx context.Context, js jetstream.JetStream, dlqStream string, seq, sourceSeq uint64) (Entry, error) {
-	a := newAPI(js)
-	req := msgGetRequest{Seq: seq}
+	a := jsapi.New(js)
+	req := jsapi.MsgGetRequest{Seq: seq}
 	what := fmt.Sprintf("sequence %d", seq)
 	if sourceSeq > 0 {
 		st, err := js.Stream(ctx, dlqStream)
@@ -161,11 +162,11 @@ func Get(ctx context.Context, js jetstream.JetStream, dlqStream string, seq, sou
 			return Entry{}, fmt.Errorf("stream %q: %w", dlqStream, err)
 		}
 		prefix := "dlq." + st.CachedInfo().Config.Metadata[MetaSource]
-		req = msgGetRequest{LastFor: fmt.Sprintf("%s.%d", prefix, sourceSeq)}
+		req = jsapi.MsgGetRequest{LastFor: fmt.Sprintf("%s.%d", prefix, sourceSeq)}
 		what = fmt.Sprintf("source sequence %d", sourceSeq)
 	}
-	m, err := a.msgGet(ctx, dlqStream, req)
-	if errors.Is(err, errNoMessage) {
+	m, err := a.MsgGet(ctx, dlqStream, req)
+	if errors.Is(err, jsapi.ErrNoMessage) {
 		return Entry{}, fmt.Errorf("stream %q: %w at %s", dlqStream, ErrNoSuchEntry, what)
 	}
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // RedriveConfig says what to send back.
@@ -109,7 +111,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*R
 		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/10)))
 		batchSize = min(batchSize, max(1, int(cfg.Rate/4)))
 	}
-	a := newAPI(js)
+	a := jsapi.New(js)
 	var batch []*redriveItem
 	emit := func(r RedriveRecord) {
 		switch r.Status {
@@ -151,7 +153,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*R
 				if it.rec.Status != StatusRedriven {
 					return
 				}
-				if err := a.msgDelete(work, cfg.DLQStream, it.e.DLQSeq); err != nil {
+				if err := a.MsgDelete(work, cfg.DLQStream, it.e.DLQSeq); err != nil {
 					it.rec.Status, it.rec.Error = StatusFailed, "redriven, but the DLQ copy could not be deleted: "+err.Error()
 					return
 				}
@@ -246,7 +248,7 @@ type PurgeConfig struct {
 // Purge deletes the selected DLQ messages and returns how many (and how
 // many bytes) it deleted, or would delete.
 func Purge(ctx context.Context, js jetstream.JetStream, cfg PurgeConfig) (int, int64, error) {
-	a := newAPI(js)
+	a := jsapi.New(js)
 	var selected []Entry
 	err := Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
 		selected = append(selected, e)
@@ -267,7 +269,7 @@ func Purge(ctx context.Context, js jetstream.JetStream, cfg PurgeConfig) (int, i
 	}
 	errs := make([]error, len(selected))
 	parallel(len(selected), sweepWorkers, func(i int) {
-		errs[i] = a.msgDelete(context.WithoutCancel(ctx), cfg.DLQStream, selected[i].DLQSeq)
+		errs[i] = a.MsgDelete(context.WithoutCancel(ctx), cfg.DLQStream, selected[i].DLQSeq)
 	})
 	n := 0
 	for i, e := range selected {

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // scan finds dead messages from the consumers' state, for advisories that
@@ -70,8 +72,8 @@ func (s *sweeper) scan(ctx context.Context) ([]*item, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			m, err := s.api.msgGet(ctx, s.cfg.Stream, msgGetRequest{Seq: seq, NextFor: next})
-			if errors.Is(err, errNoMessage) {
+			m, err := s.api.MsgGet(ctx, s.cfg.Stream, jsapi.MsgGetRequest{Seq: seq, NextFor: next})
+			if errors.Is(err, jsapi.ErrNoMessage) {
 				break
 			}
 			if err != nil {

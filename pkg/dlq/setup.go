@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // SetupConfig says what to set up for one source stream.
@@ -230,7 +232,7 @@ func mergeSubjects(have, want []string) []string {
 	for _, s := range out {
 		covered := false
 		for _, o := range out {
-			if o != s && strings.HasSuffix(o, ".*") && subjectMatches(o, s) {
+			if o != s && strings.HasSuffix(o, ".*") && jsapi.SubjectMatches(o, s) {
 				covered = true
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // SweepConfig says what to sweep.
@@ -108,7 +109,7 @@ type item struct {
 
 type sweeper struct {
 	js        jetstream.JetStream
-	api       *api
+	api       *jsapi.Client
 	cfg       SweepConfig
 	n         Names
 	retention jetstream.RetentionPolicy
@@ -142,7 +143,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*Sweep
 			return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, c, err)
 		}
 	}
-	s := &sweeper{js: js, api: newAPI(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now()}
+	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now()}
 	s.sum = SweepSummary{Stream: cfg.Stream, DLQStream: n.DLQ, Retention: s.retention.String()}
 	if cfg.Scan && s.retention == jetstream.LimitsPolicy {
 		return nil, fmt.Errorf("%w: --scan finds dead messages on workqueue and interest streams only; stream %q has limits retention", ErrInvalid, cfg.Stream)
@@ -224,7 +225,7 @@ func (s *sweeper) durable(ctx context.Context) (string, []string, error) {
 	for _, f := range filters {
 		ok := false
 		for _, c := range captured {
-			ok = ok || subjectMatches(c, f)
+			ok = ok || jsapi.SubjectMatches(c, f)
 		}
 		if !ok {
 			return "", nil, fmt.Errorf("stream %q: %w: advisories of consumer %q are not captured (run: jetctl dlq setup --stream %s --consumer %s)",
@@ -334,15 +335,15 @@ func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters 
 			if s.cfg.Max > 0 && s.sum.Found+len(order) >= s.cfg.Max {
 				break
 			}
-			m, err := s.api.msgGet(ctx, s.n.Capture, msgGetRequest{Seq: from, NextFor: ">"})
-			if errors.Is(err, errNoMessage) {
+			m, err := s.api.MsgGet(ctx, s.n.Capture, jsapi.MsgGetRequest{Seq: from, NextFor: ">"})
+			if errors.Is(err, jsapi.ErrNoMessage) {
 				break
 			}
 			if err != nil {
 				return err
 			}
 			from = m.Seq + 1
-			if len(filters) > 0 && !slices.ContainsFunc(filters, func(f string) bool { return subjectMatches(f, m.Subject) }) {
+			if len(filters) > 0 && !slices.ContainsFunc(filters, func(f string) bool { return jsapi.SubjectMatches(f, m.Subject) }) {
 				continue
 			}
 			s.admit(m.Data, nil, batch, &order)
@@ -371,18 +372,18 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 	// 1. Read each dead message from the stream leader.
 	parallel(len(items), sweepWorkers, func(i int) {
 		it := items[i]
-		m, err := s.api.msgGet(work, s.cfg.Stream, msgGetRequest{Seq: it.adv.StreamSeq})
+		m, err := s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: it.adv.StreamSeq})
 		switch {
-		case errors.Is(err, errNoMessage):
+		case errors.Is(err, jsapi.ErrNoMessage):
 			// Gone: moved by an earlier, interrupted sweep, or removed
 			// before any sweep (limits, a delete, a terminated message on
 			// a workqueue or interest stream).
-			dm, derr := s.api.msgGet(work, s.n.DLQ, msgGetRequest{LastFor: s.n.DLQSubject(it.adv.StreamSeq)})
+			dm, derr := s.api.MsgGet(work, s.n.DLQ, jsapi.MsgGetRequest{LastFor: s.n.DLQSubject(it.adv.StreamSeq)})
 			switch {
 			case derr == nil:
 				it.rec.Status, it.rec.DLQSeq, it.rec.Subject, it.rec.Size = StatusAlreadyMoved, dm.Seq, dm.Header.Get(envelope.SourceSubject), len(dm.Data)
 				it.rec.Source = SourceDeleted
-			case errors.Is(derr, errNoMessage):
+			case errors.Is(derr, jsapi.ErrNoMessage):
 				it.rec.Status = StatusGone
 			default:
 				it.rec.Status, it.rec.Error = StatusFailed, derr.Error()
@@ -431,7 +432,7 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 			if it.rec.Status == StatusFailed {
 				s.publishSync(work, it)
 			}
-		case <-time.After(2 * s.api.timeout):
+		case <-time.After(2 * s.api.Timeout):
 			s.publishSync(work, it)
 		}
 	}
@@ -450,7 +451,7 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 			it.rec.Source, it.rec.SourceNote = SourceKept, note
 			return
 		}
-		if err := s.api.msgDelete(work, s.cfg.Stream, it.src.Seq); err != nil {
+		if err := s.api.MsgDelete(work, s.cfg.Stream, it.src.Seq); err != nil {
 			it.rec.Status, it.rec.Error = StatusFailed, "copied, but the source could not be deleted: "+err.Error()
 			return
 		}
@@ -549,7 +550,7 @@ func consumerWants(ci *jetstream.ConsumerInfo, subject string) bool {
 		return true
 	}
 	for _, f := range filters {
-		if subjectMatches(f, subject) {
+		if jsapi.SubjectMatches(f, subject) {
 			return true
 		}
 	}

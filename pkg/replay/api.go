@@ -12,107 +12,30 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
-// api makes the raw message-get requests nats.go does not expose: a get by
-// start time, coherent gets on the leader and batched direct gets whose
-// appended headers are removed again.
+// api adds to jsapi what only replay needs: gets by start time, batched
+// direct gets whose appended headers are removed again, and counting.
 type api struct {
-	nc      *nats.Conn
-	prefix  string
-	stream  string
-	timeout time.Duration
+	*jsapi.Client
+	stream string
 }
 
 func newAPI(js jetstream.JetStream, stream string) *api {
-	opts := js.Options()
-	prefix := opts.APIPrefix
-	if prefix == "" {
-		prefix = "$JS.API."
-	}
-	timeout := opts.DefaultTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	return &api{nc: js.Conn(), prefix: prefix, stream: stream, timeout: timeout}
+	return &api{Client: jsapi.New(js), stream: stream}
 }
 
-type msgGetRequest struct {
-	Seq       uint64     `json:"seq,omitempty"`
-	NextFor   string     `json:"next_by_subj,omitempty"`
-	StartTime *time.Time `json:"start_time,omitempty"`
-	Batch     int        `json:"batch,omitempty"`
-	MaxBytes  int        `json:"max_bytes,omitempty"`
-}
-
-type storedMsg struct {
-	Subject  string    `json:"subject"`
-	Sequence uint64    `json:"seq"`
-	Header   []byte    `json:"hdrs,omitempty"`
-	Data     []byte    `json:"data,omitempty"`
-	Time     time.Time `json:"time"`
-}
-
-type msgGetResponse struct {
-	Error   *jetstream.APIError `json:"error,omitempty"`
-	Message *storedMsg          `json:"message,omitempty"`
-}
-
-// errNoMessage is the server's "no message found" (10037) or direct get's 404.
-var errNoMessage = errors.New("no message found")
-
-func (a *api) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, a.timeout)
-}
-
-// msgGet asks the stream leader for a message (coherent).
-func (a *api) msgGet(ctx context.Context, req msgGetRequest) (*envelope.Message, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	reply, err := a.nc.RequestWithContext(ctx, a.prefix+"STREAM.MSG.GET."+a.stream, body)
-	if err != nil {
-		return nil, fmt.Errorf("stream %q: message get: %w", a.stream, err)
-	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, fmt.Errorf("stream %q: message get: %w", a.stream, err)
-	}
-	if resp.Error != nil {
-		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return nil, errNoMessage
-		}
-		if resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound {
-			return nil, fmt.Errorf("stream %q: %w", a.stream, jetstream.ErrStreamNotFound)
-		}
-		return nil, fmt.Errorf("stream %q: message get: %w", a.stream, resp.Error)
-	}
-	if resp.Message == nil {
-		return nil, errNoMessage
-	}
-	m := resp.Message
-	out := &envelope.Message{Stream: a.stream, Seq: m.Sequence, Subject: m.Subject, Time: m.Time, Data: m.Data}
-	if len(m.Header) > 0 {
-		hdr, err := nats.DecodeHeadersMsg(m.Header)
-		if err != nil {
-			return nil, fmt.Errorf("stream %q seq %d: headers: %w", a.stream, m.Sequence, err)
-		}
-		out.Header = hdr
-	}
-	return out, nil
+// msgGet asks the stream leader for a message of a.stream.
+func (a *api) msgGet(ctx context.Context, req jsapi.MsgGetRequest) (*envelope.Message, error) {
+	return a.MsgGet(ctx, a.stream, req)
 }
 
 // seqAtOrAfter returns the first sequence stored at or after t.
 func (a *api) seqAtOrAfter(ctx context.Context, t time.Time) (uint64, bool, error) {
 	t = t.UTC()
-	m, err := a.msgGet(ctx, msgGetRequest{StartTime: &t})
-	if errors.Is(err, errNoMessage) {
+	m, err := a.msgGet(ctx, jsapi.MsgGetRequest{StartTime: &t})
+	if errors.Is(err, jsapi.ErrNoMessage) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -184,23 +107,23 @@ func directStatus(msg *nats.Msg) (eob, none bool, err error) {
 
 // directBatch is one batched direct get on sub's inbox. It calls emit for
 // each message and returns how many came.
-func (a *api) directBatch(ctx context.Context, sub *nats.Subscription, req msgGetRequest, emit func(*envelope.Message, uint64) (bool, error)) (int, error) {
+func (a *api) directBatch(ctx context.Context, sub *nats.Subscription, req jsapi.MsgGetRequest, emit func(*envelope.Message, uint64) (bool, error)) (int, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, err
 	}
-	if err := a.nc.PublishRequest(a.prefix+"DIRECT.GET."+a.stream, sub.Subject, body); err != nil {
+	if err := a.NC.PublishRequest(a.Prefix+"DIRECT.GET."+a.stream, sub.Subject, body); err != nil {
 		return 0, err
 	}
 	n := 0
 	stopped := false
 	for {
-		wctx, cancel := a.withTimeout(ctx)
+		wctx, cancel := a.WithTimeout(ctx)
 		msg, err := sub.NextMsgWithContext(wctx)
 		cancel()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return n, fmt.Errorf("stream %q: direct get: no reply within %s", a.stream, a.timeout)
+				return n, fmt.Errorf("stream %q: direct get: no reply within %s", a.stream, a.Timeout)
 			}
 			return n, err
 		}
@@ -233,14 +156,14 @@ func (a *api) countFrom(ctx context.Context, js jetstream.JetStream, info *jetst
 		subjects = []string{">"}
 	}
 	if info.Config.AllowDirect {
-		sub, err := a.nc.SubscribeSync(a.nc.NewRespInbox())
+		sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
 		if err != nil {
 			return 0, err
 		}
 		defer sub.Unsubscribe()
 		var total uint64
 		for _, subj := range subjects {
-			_, err := a.directBatch(ctx, sub, msgGetRequest{Seq: seq, Batch: 1, NextFor: subj}, func(_ *envelope.Message, pending uint64) (bool, error) {
+			_, err := a.directBatch(ctx, sub, jsapi.MsgGetRequest{Seq: seq, Batch: 1, NextFor: subj}, func(_ *envelope.Message, pending uint64) (bool, error) {
 				total += pending + 1
 				return false, nil
 			})

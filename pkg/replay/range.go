@@ -7,10 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // ReaderKind names how messages are read.
@@ -199,23 +200,9 @@ func subjectMatches(filters []string, subject string) bool {
 		return true
 	}
 	for _, f := range filters {
-		if matchSubject(f, subject) {
+		if jsapi.SubjectMatches(f, subject) {
 			return true
 		}
 	}
 	return false
-}
-
-func matchSubject(filter, subject string) bool {
-	ft := strings.Split(filter, ".")
-	st := strings.Split(subject, ".")
-	for i, t := range ft {
-		if t == ">" {
-			return len(st) > i
-		}
-		if i >= len(st) || (t != "*" && t != st[i]) {
-			return false
-		}
-	}
-	return len(ft) == len(st)
 }

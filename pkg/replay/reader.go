@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // Emit receives each message read, in stream order.
@@ -145,7 +146,7 @@ func nextFor(subjects []string) string {
 
 func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) error {
 	a := newAPI(js, r.Stream)
-	sub, err := a.nc.SubscribeSync(a.nc.NewRespInbox())
+	sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := a.directBatch(ctx, sub, msgGetRequest{Seq: next, Batch: directBatchSize, NextFor: nextFor(r.Subjects)},
+		n, err := a.directBatch(ctx, sub, jsapi.MsgGetRequest{Seq: next, Batch: directBatchSize, NextFor: nextFor(r.Subjects)},
 			func(m *envelope.Message, _ uint64) (bool, error) {
 				if m.Seq > r.Last {
 					done = true
@@ -199,8 +200,8 @@ func readGet(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) er
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		m, err := a.msgGet(ctx, msgGetRequest{Seq: next, NextFor: nextFor(r.Subjects)})
-		if errors.Is(err, errNoMessage) {
+		m, err := a.msgGet(ctx, jsapi.MsgGetRequest{Seq: next, NextFor: nextFor(r.Subjects)})
+		if errors.Is(err, jsapi.ErrNoMessage) {
 			if !r.Follow {
 				return nil
 			}

@@ -50,7 +50,7 @@ func TestMatchSubject(t *testing.T) {
 		{">", "a", true},
 	}
 	for _, tt := range tests {
-		if got := matchSubject(tt.filter, tt.subject); got != tt.want {
+		if got := subjectMatches([]string{tt.filter}, tt.subject); got != tt.want {
 			t.Errorf("matchSubject(%q, %q) = %v", tt.filter, tt.subject, got)
 		}
 	}

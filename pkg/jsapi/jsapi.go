@@ -1,0 +1,167 @@
+// Package jsapi makes the raw JetStream API requests that nats.go does not
+// offer in the form jetctl needs: coherent message gets on the stream
+// leader (by sequence, next by subject, or by start time), deletes whose
+// "already deleted" is no error, and subject matching. replay and dlq
+// share it.
+package jsapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+)
+
+// Client sends API requests on a JetStream handle's connection, honouring
+// its API prefix (or domain) and default timeout.
+type Client struct {
+	NC      *nats.Conn
+	Prefix  string
+	Timeout time.Duration
+}
+
+// New returns a client for js.
+func New(js jetstream.JetStream) *Client {
+	opts := js.Options()
+	prefix := opts.APIPrefix
+	if prefix == "" {
+		prefix = "$JS.API."
+	}
+	timeout := opts.DefaultTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &Client{NC: js.Conn(), Prefix: prefix, Timeout: timeout}
+}
+
+// ErrNoMessage is the server's "no message found" (10037).
+var ErrNoMessage = errors.New("no message found")
+
+// MsgGetRequest is the body of STREAM.MSG.GET and DIRECT.GET.
+type MsgGetRequest struct {
+	Seq       uint64     `json:"seq,omitempty"`
+	LastFor   string     `json:"last_by_subj,omitempty"`
+	NextFor   string     `json:"next_by_subj,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+	Batch     int        `json:"batch,omitempty"`
+	MaxBytes  int        `json:"max_bytes,omitempty"`
+}
+
+type response struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *struct {
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
+	} `json:"message,omitempty"`
+}
+
+// WithTimeout bounds ctx by the client's timeout unless it has a deadline.
+func (c *Client) WithTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.Timeout)
+}
+
+func (c *Client) request(ctx context.Context, subject string, req any) (*response, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.WithTimeout(ctx)
+	defer cancel()
+	var reply *nats.Msg
+	for attempt := 0; ; attempt++ {
+		reply, err = c.NC.RequestWithContext(ctx, c.Prefix+subject, body)
+		// No responders: a leader election is under way; try again.
+		if errors.Is(err, nats.ErrNoResponders) && attempt < 20 && ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return nil, err
+	}
+	var resp response
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// MsgGet asks the stream leader for a message (coherent, unlike a direct
+// get that a lagging replica may answer).
+func (c *Client) MsgGet(ctx context.Context, stream string, req MsgGetRequest) (*envelope.Message, error) {
+	resp, err := c.request(ctx, "STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: message get: %w", stream, err)
+	}
+	if resp.Error != nil {
+		switch resp.Error.ErrorCode {
+		case jetstream.JSErrCodeMessageNotFound:
+			return nil, ErrNoMessage
+		case jetstream.JSErrCodeStreamNotFound:
+			return nil, fmt.Errorf("stream %q: %w", stream, jetstream.ErrStreamNotFound)
+		}
+		return nil, fmt.Errorf("stream %q: message get: %w", stream, resp.Error)
+	}
+	if resp.Message == nil {
+		return nil, ErrNoMessage
+	}
+	m := resp.Message
+	out := &envelope.Message{Stream: stream, Seq: m.Sequence, Subject: m.Subject, Time: m.Time, Data: m.Data}
+	if len(m.Header) > 0 {
+		hdr, err := nats.DecodeHeadersMsg(m.Header)
+		if err != nil {
+			return nil, fmt.Errorf("stream %q seq %d: headers: %w", stream, m.Sequence, err)
+		}
+		out.Header = hdr
+	}
+	return out, nil
+}
+
+// MsgDelete removes a message; one that is already gone is no error.
+func (c *Client) MsgDelete(ctx context.Context, stream string, seq uint64) error {
+	resp, err := c.request(ctx, "STREAM.MSG.DELETE."+stream, map[string]any{"seq": seq, "no_erase": true})
+	if err != nil {
+		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, err)
+	}
+	if resp.Error != nil {
+		// 10057: already deleted (or never there).
+		if resp.Error.ErrorCode == 10057 || resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil
+		}
+		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, resp.Error)
+	}
+	return nil
+}
+
+// SubjectMatches reports whether subject matches filter, with the * and >
+// wildcards; an empty filter matches everything.
+func SubjectMatches(filter, subject string) bool {
+	if filter == "" || filter == ">" {
+		return true
+	}
+	ft := strings.Split(filter, ".")
+	st := strings.Split(subject, ".")
+	for i, t := range ft {
+		if t == ">" {
+			return len(st) > i
+		}
+		if i >= len(st) || (t != "*" && t != st[i]) {
+			return false
+		}
+	}
+	return len(ft) == len(st)
+}

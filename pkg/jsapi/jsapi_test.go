@@ -1,0 +1,24 @@
+package jsapi
+
+import "testing"
+
+func TestSubjectMatches(t *testing.T) {
+	tests := []struct {
+		filter, subject string
+		want            bool
+	}{
+		{"", "anything", true},
+		{">", "a.b", true},
+		{"orders.*", "orders.created", true},
+		{"orders.*", "orders.created.eu", false},
+		{"orders.>", "orders.created.eu", true},
+		{"orders.>", "orders", false},
+		{"*.created", "orders.created", true},
+		{"orders.created", "orders.paid", false},
+	}
+	for _, tt := range tests {
+		if got := SubjectMatches(tt.filter, tt.subject); got != tt.want {
+			t.Errorf("SubjectMatches(%q, %q) = %v", tt.filter, tt.subject, got)
+		}
+	}
+}
