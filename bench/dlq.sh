@@ -17,8 +17,8 @@
 # The dead messages are made by publishing MAX_DELIVERIES advisories into
 # the capture stream for every message (what the server sends when a worker
 # gives up), so both sides get the same input without a worker. natscli:
-# `nats` on PATH, else bench/out/bin/nats, else v0.5.0 is installed into
-# bench/out/dlq/bin. The server is `jetctl server --port 0 -q` on
+# as in bench/run (`nats` on PATH, else v0.5.0 installed into
+# bench/out/bin). The server is `jetctl server --port 0 -q` on
 # 127.0.0.1, stopped on exit; NATS_* variables and contexts are kept out.
 set -euo pipefail
 
@@ -26,54 +26,22 @@ MSGS=${MSGS:-10000}
 CLI_MSGS=${CLI_MSGS:-300}
 RATE=${RATE:-1000}
 REDRIVE_MSGS=${REDRIVE_MSGS:-3000}
-NATSCLI_VERSION=v0.5.0
 
-BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-ROOT=$(cd "$BENCH_DIR/.." && pwd -P)
-OUT=${BENCH_OUT:-$BENCH_DIR/out}/dlq
-BIN=$OUT/bin
-mkdir -p "$BIN"
-note() { printf 'bench/dlq: %s\n' "$*" >&2; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-note "building jetctl"
-(cd "$ROOT" && go build -o "$BIN/jetctl" .)
-JETCTL=$BIN/jetctl
-
-if [[ -n ${BENCH_NATS:-} ]]; then
-	NATS=$BENCH_NATS
-elif NATS=$(command -v nats); then
-	:
-elif [[ -x $BENCH_DIR/out/bin/nats ]]; then
-	NATS=$BENCH_DIR/out/bin/nats
-elif [[ -x $BIN/nats ]]; then
-	NATS=$BIN/nats
-else
-	note "installing natscli $NATSCLI_VERSION into $BIN"
-	(cd "$OUT" && GOBIN=$BIN go install "github.com/nats-io/natscli/nats@$NATSCLI_VERSION")
-	NATS=$BIN/nats
-fi
-note "natscli: $NATS ($("$NATS" --version 2>&1))"
-
-while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^NATS_' || true)
-export XDG_CONFIG_HOME=$OUT/config HOME=$OUT/home
-mkdir -p "$XDG_CONFIG_HOME" "$HOME"
-
-SERVER_LOG=$OUT/server.out
-"$JETCTL" server --host 127.0.0.1 --port 0 -q >"$SERVER_LOG" 2>&1 &
-SERVER_PID=$!
-cleanup() {
-	kill -INT "$SERVER_PID" 2>/dev/null || true
-	wait "$SERVER_PID" 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-for _ in $(seq 300); do
-	url=$(sed -n 's/^export NATS_URL=//p' "$SERVER_LOG" | head -1)
-	[[ -n $url ]] && break
-	sleep 0.1
-done
-[[ -n ${url:-} ]] || { note "server did not start"; exit 1; }
-export NATS_URL=$url
-note "server at $NATS_URL"
+# The helpers of bench/run: build jetctl, find or install natscli, keep the
+# user's NATS setup out, and run a throwaway server that stops on exit.
+bench_init
+trap stop_server EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+build_jetctl
+ensure_nats
+isolate_env
+start_server
+OUT=$OUT/dlq
+mkdir -p "$OUT"
 
 now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
