@@ -106,9 +106,9 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*R
 	var limiter *rate.Limiter
 	batchSize := 256
 	if cfg.Rate > 0 {
-		// A burst of 100ms worth keeps the average rate while a batch
+		// A burst of 20ms worth keeps the average rate while a batch
 		// settles (acks, deletes) and the limiter would otherwise idle.
-		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/10)))
+		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/50)))
 		batchSize = min(batchSize, max(1, int(cfg.Rate/4)))
 	}
 	a := jsapi.New(js)
