@@ -152,21 +152,25 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 	// A program that fails on a revision does not match it: buckets mix
 	// JSON and text, and a tail waiting for one key's state must not die on
 	// another's value. The first failure is reported with its revision.
-	var current kv.Entry
-	var warnOnce sync.Once
-	filter, err := output.CompilePredicate(fl.filter, func(err error) {
-		warnOnce.Do(func() {
-			fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: --filter failed on key %q revision %d (%v); such revisions do not match\n", current.Key, current.Revision, err)
-		})
-	})
+	filter, err := output.CompileFilter(fl.filter)
 	if err != nil {
 		return cfg, 0, err
 	}
 	if filter != nil {
-		cfg.Match = func(e kv.Entry) bool {
-			current = e
+		// Called from several goroutines: kv.Tail filters in parallel and
+		// keeps the output, and the failures it reports, in stream order.
+		cfg.Match = func(e kv.Entry) (bool, error) {
 			input, err := e.Generic()
-			return err == nil && filter(input)
+			if err != nil {
+				return false, nil
+			}
+			return filter(input)
+		}
+		var warnOnce sync.Once
+		cfg.OnMatchError = func(e kv.Entry, err error) {
+			warnOnce.Do(func() {
+				fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: --filter failed on key %q revision %d (%v); such revisions do not match\n", e.Key, e.Revision, err)
+			})
 		}
 	}
 	return cfg, wait, nil

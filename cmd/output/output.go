@@ -92,6 +92,23 @@ func validFormat(f string) bool {
 // wait for one item must not die on another. An empty expression gives a
 // nil predicate.
 func CompilePredicate(expr string, onError func(error)) (func(input any) bool, error) {
+	pred, err := CompileFilter(expr)
+	if pred == nil || err != nil {
+		return nil, err
+	}
+	return func(input any) bool {
+		keep, err := pred(input)
+		if err != nil && onError != nil {
+			onError(err)
+		}
+		return keep
+	}, nil
+}
+
+// CompileFilter is CompilePredicate returning each failure to the caller,
+// for callers that report it with the item it failed on. The function is
+// safe for concurrent use.
+func CompileFilter(expr string) (func(input any) (bool, error), error) {
 	if expr == "" {
 		return nil, nil
 	}
@@ -99,18 +116,15 @@ func CompilePredicate(expr string, onError func(error)) (func(input any) bool, e
 	if err != nil {
 		return nil, err
 	}
-	return func(input any) bool {
+	return func(input any) (bool, error) {
 		v, ok := code.Run(input).Next()
 		if !ok {
-			return false
+			return false, nil
 		}
 		if err, isErr := v.(error); isErr {
-			if onError != nil {
-				onError(err)
-			}
-			return false
+			return false, err
 		}
-		return v != nil && v != false
+		return v != nil && v != false, nil
 	}, nil
 }
 

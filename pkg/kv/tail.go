@@ -2,6 +2,9 @@ package kv
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,7 +39,11 @@ type TailConfig struct {
 	// Deletes includes DEL and PURGE revisions.
 	Deletes bool
 	// Match keeps an entry when it returns true; nil keeps every entry.
-	Match func(Entry) bool
+	// An error means "no match"; OnMatchError hears of it, in stream order.
+	// Match is called from several goroutines at once.
+	Match func(Entry) (bool, error)
+	// OnMatchError, if set, is called with each entry Match failed on.
+	OnMatchError func(Entry, error)
 	// Count stops the tail after this many matches; zero never stops.
 	Count int
 }
@@ -62,12 +69,16 @@ func Tail(ctx context.Context, js jetstream.JetStream, cfg TailConfig, emit func
 	case StartRevision:
 		spec.deliver, spec.startSeq = jetstream.DeliverByStartSequencePolicy, cfg.FromRev
 	}
+	if cfg.Match == nil {
+		return tailInOrder(ctx, js, b, spec, cfg, emit)
+	}
+	return tailFiltered(ctx, js, b, spec, cfg, emit)
+}
+
+func tailInOrder(ctx context.Context, js jetstream.JetStream, b *bucket, spec scanSpec, cfg TailConfig, emit func(Entry) error) (int, error) {
 	matched := 0
-	err = b.scan(ctx, js, spec, func(e Entry) error {
+	err := b.scan(ctx, js, spec, func(e Entry) error {
 		if e.Op != OpPut && !cfg.Deletes {
-			return nil
-		}
-		if cfg.Match != nil && !cfg.Match(e) {
 			return nil
 		}
 		matched++
@@ -79,5 +90,86 @@ func Tail(ctx context.Context, js jetstream.JetStream, cfg TailConfig, emit func
 		}
 		return nil
 	})
+	return matched, err
+}
+
+// filterSlot is one entry on its way through the filter workers.
+type filterSlot struct {
+	e    Entry
+	keep bool
+	err  error
+	done chan struct{}
+}
+
+// tailFiltered runs Match on several cores, since decoding values and
+// running jq cost more than reading, and emits the matches in stream order.
+func tailFiltered(ctx context.Context, js jetstream.JetStream, b *bucket, spec scanSpec, cfg TailConfig, emit func(Entry) error) (int, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	workers := max(2, runtime.GOMAXPROCS(0))
+	order := make(chan *filterSlot, 4096)
+	work := make(chan *filterSlot, 4096)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sl := range work {
+				sl.keep, sl.err = cfg.Match(sl.e)
+				close(sl.done)
+			}
+		}()
+	}
+	matched := 0
+	collected := make(chan error, 1)
+	go func() {
+		var emitErr error
+		for sl := range order {
+			<-sl.done
+			if emitErr != nil {
+				continue
+			}
+			if sl.err != nil && cfg.OnMatchError != nil {
+				cfg.OnMatchError(sl.e, sl.err)
+			}
+			if !sl.keep {
+				continue
+			}
+			matched++
+			if err := emit(sl.e); err != nil {
+				emitErr = err
+				cancel(err)
+				continue
+			}
+			if cfg.Count > 0 && matched >= cfg.Count {
+				emitErr = errStop
+				cancel(errStop)
+			}
+		}
+		collected <- emitErr
+	}()
+	err := b.scan(ctx, js, spec, func(e Entry) error {
+		if e.Op != OpPut && !cfg.Deletes {
+			return nil
+		}
+		sl := &filterSlot{e: e, done: make(chan struct{})}
+		select {
+		case order <- sl:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		work <- sl
+		return nil
+	})
+	close(work)
+	close(order)
+	wg.Wait()
+	emitErr := <-collected
+	switch {
+	case errors.Is(emitErr, errStop):
+		return matched, nil
+	case emitErr != nil:
+		return matched, emitErr
+	}
 	return matched, err
 }
