@@ -90,15 +90,7 @@ func normaliseStream(c jetstream.StreamConfig) jetstream.StreamConfig {
 		c.Subjects = []string{c.Name}
 	}
 	c.Subjects = sortedCopy(c.Subjects)
-	if c.Placement != nil {
-		p := *c.Placement
-		p.Tags = sortedCopy(p.Tags)
-		if p.Cluster == "" && len(p.Tags) == 0 {
-			c.Placement = nil
-		} else {
-			c.Placement = &p
-		}
-	}
+	c.Placement = normalisePlacement(c.Placement)
 	if len(c.Sources) > 0 {
 		sources := append([]*jetstream.StreamSource(nil), c.Sources...)
 		sort.SliceStable(sources, func(i, j int) bool {
@@ -191,15 +183,7 @@ func normaliseKV(c jetstream.KeyValueConfig) jetstream.KeyValueConfig {
 	if c.Replicas == 0 {
 		c.Replicas = 1
 	}
-	if c.Placement != nil {
-		p := *c.Placement
-		p.Tags = sortedCopy(p.Tags)
-		if p.Cluster == "" && len(p.Tags) == 0 {
-			c.Placement = nil
-		} else {
-			c.Placement = &p
-		}
-	}
+	c.Placement = normalisePlacement(c.Placement)
 	if c.Mirror != nil {
 		m := *c.Mirror
 		m.Name = strings.TrimPrefix(m.Name, "KV_")
@@ -228,15 +212,7 @@ func normaliseObjectStore(c jetstream.ObjectStoreConfig) jetstream.ObjectStoreCo
 	if c.Replicas == 0 {
 		c.Replicas = 1
 	}
-	if c.Placement != nil {
-		p := *c.Placement
-		p.Tags = sortedCopy(p.Tags)
-		if p.Cluster == "" && len(p.Tags) == 0 {
-			c.Placement = nil
-		} else {
-			c.Placement = &p
-		}
-	}
+	c.Placement = normalisePlacement(c.Placement)
 	c.Metadata = cleanMetadata(c.Metadata)
 	return c
 }
@@ -384,4 +360,18 @@ func fingerprint(cfg any) string {
 	data, _ := json.Marshal(g)
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:12])
+}
+
+// normalisePlacement sorts the tags and drops a placement that says
+// nothing, as the server does.
+func normalisePlacement(p *jetstream.Placement) *jetstream.Placement {
+	if p == nil {
+		return nil
+	}
+	cp := *p
+	cp.Tags = sortedCopy(cp.Tags)
+	if cp.Cluster == "" && len(cp.Tags) == 0 {
+		return nil
+	}
+	return &cp
 }
