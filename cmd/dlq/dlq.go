@@ -4,10 +4,12 @@ package dlq
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -61,6 +63,26 @@ func parseRate(s string) (float64, error) {
 
 // confirmDestructive asks before moving or deleting messages; without a
 // terminal it insists on --yes.
+// openDestructive asks for confirmation (unless a dry run), connects and
+// finds the one DLQ stream the flags name: the start of every command that
+// changes a DLQ.
+func openDestructive(ctx context.Context, f *factory.Factory, sf streamFlags, yes, dryRun bool, what string) (jetstream.JetStream, string, error) {
+	if !dryRun {
+		if err := confirmDestructive(f, yes, what); err != nil {
+			return nil, "", err
+		}
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	stream, err := oneDLQ(ctx, js, sf)
+	if err != nil {
+		return nil, "", err
+	}
+	return js, stream, nil
+}
+
 func confirmDestructive(f *factory.Factory, yes bool, what string) error {
 	if yes {
 		return nil

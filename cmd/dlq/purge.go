@@ -56,16 +56,7 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 	if err != nil {
 		return err
 	}
-	if !o.dryRun {
-		if err := confirmDestructive(f, o.yes, "purge deletes DLQ messages for good"); err != nil {
-			return err
-		}
-	}
-	js, err := f.JetStream(ctx)
-	if err != nil {
-		return err
-	}
-	stream, err := oneDLQ(ctx, js, o.streamFlags)
+	js, stream, err := openDestructive(ctx, f, o.streamFlags, o.yes, o.dryRun, "purge deletes DLQ messages for good")
 	if err != nil {
 		return err
 	}

@@ -94,16 +94,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	if err != nil {
 		return err
 	}
-	if !o.dryRun {
-		if err := confirmDestructive(f, o.yes, "redrive publishes DLQ messages back and deletes their DLQ copies"); err != nil {
-			return err
-		}
-	}
-	js, err := f.JetStream(ctx)
-	if err != nil {
-		return err
-	}
-	stream, err := oneDLQ(ctx, js, o.streamFlags)
+	js, stream, err := openDestructive(ctx, f, o.streamFlags, o.yes, o.dryRun, "redrive publishes DLQ messages back and deletes their DLQ copies")
 	if err != nil {
 		return err
 	}
