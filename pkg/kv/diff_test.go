@@ -168,6 +168,18 @@ func TestKindOf(t *testing.T) {
 		"\x00\x01":   KindBinary,
 		"\xff\xfe":   KindBinary,
 		`{"a":1} {}`: KindText,
+		// Each byte a JSON document can start with, and near misses.
+		"\r\n\t-1.5e3": KindJSON,
+		`true`:         KindJSON,
+		`false`:        KindJSON,
+		`null`:         KindJSON,
+		`0`:            KindJSON,
+		`9`:            KindJSON,
+		`nulls`:        KindText,
+		`tea`:          KindText,
+		`   `:          KindText,
+		"\ufeff{}":     KindText,
+		`{"a":`:        KindText,
 	} {
 		if got := KindOf([]byte(in)); got != want {
 			t.Errorf("KindOf(%q) = %s, want %s", in, got, want)

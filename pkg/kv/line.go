@@ -26,7 +26,7 @@ func (e Entry) AppendJSON(buf []byte) ([]byte, error) {
 	buf = strconv.AppendInt(buf, int64(len(e.Value)), 10)
 	if e.Op == OpPut {
 		// Compacting is also the JSON check (as KindOf's): one scan, not two.
-		if len(bytes.TrimSpace(e.Value)) > 0 {
+		if mayBeJSON(e.Value) {
 			mark := len(buf)
 			w := bytes.NewBuffer(append(buf, `,"value":`...))
 			if json.Compact(w, e.Value) == nil {

@@ -22,13 +22,29 @@ const (
 // while `ready` is text; text is valid UTF-8 without control characters other
 // than tab, newline and carriage return; everything else is binary.
 func KindOf(data []byte) Kind {
-	if len(bytes.TrimSpace(data)) > 0 && json.Valid(data) {
+	if mayBeJSON(data) && json.Valid(data) {
 		return KindJSON
 	}
 	if isText(data) {
 		return KindText
 	}
 	return KindBinary
+}
+
+// mayBeJSON reports whether data starts (after white space) as a JSON
+// document can. It spares text and binary values encoding/json's scan,
+// whose error path allocates: a filtered tail classifies every revision.
+func mayBeJSON(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', '[', '"', 't', 'f', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 func isText(data []byte) bool {
