@@ -163,15 +163,19 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 	if filter != nil {
 		// Called from several goroutines: kv.Tail filters in parallel and
 		// keeps the output, and the failures it reports, in stream order.
-		cfg.Match = func(e kv.Entry) (bool, error) {
+		cfg.Match = func(e *kv.Entry) (bool, error) {
+			// Most filters read a field or two: decide on those alone.
+			if keep, decided := filter.Fast.Eval(e); decided {
+				return keep, nil
+			}
 			input, err := e.Generic()
 			if err != nil {
 				return false, nil
 			}
-			return filter(input)
+			return filter.Match(input)
 		}
 		var warnOnce sync.Once
-		cfg.OnMatchError = func(e kv.Entry, err error) {
+		cfg.OnMatchError = func(e *kv.Entry, err error) {
 			warnOnce.Do(func() {
 				fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: --filter failed on key %q revision %d (%v); such revisions do not match\n", e.Key, e.Revision, err)
 			})

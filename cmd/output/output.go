@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/pkg/jqpred"
 )
 
 // Formats lists the values -o accepts.
@@ -92,12 +93,12 @@ func validFormat(f string) bool {
 // wait for one item must not die on another. An empty expression gives a
 // nil predicate.
 func CompilePredicate(expr string, onError func(error)) (func(input any) bool, error) {
-	pred, err := CompileFilter(expr)
-	if pred == nil || err != nil {
+	filter, err := CompileFilter(expr)
+	if filter == nil || err != nil {
 		return nil, err
 	}
 	return func(input any) bool {
-		keep, err := pred(input)
+		keep, err := filter.Match(input)
 		if err != nil && onError != nil {
 			onError(err)
 		}
@@ -105,10 +106,18 @@ func CompilePredicate(expr string, onError func(error)) (func(input any) bool, e
 	}, nil
 }
 
-// CompileFilter is CompilePredicate returning each failure to the caller,
-// for callers that report it with the item it failed on. The function is
-// safe for concurrent use.
-func CompileFilter(expr string) (func(input any) (bool, error), error) {
+// Filter is a compiled --filter program, for callers that report each
+// failure with the item it failed on. It is safe for concurrent use.
+type Filter struct {
+	code *gojq.Code
+	// Fast decides the simple programs most filters are on an item's
+	// fields alone (see pkg/jqpred); nil when the program is not one.
+	// When it does not decide, Match on the whole document does.
+	Fast *jqpred.Predicate
+}
+
+// CompileFilter compiles a --filter program; an empty one gives nil.
+func CompileFilter(expr string) (*Filter, error) {
 	if expr == "" {
 		return nil, nil
 	}
@@ -116,16 +125,20 @@ func CompileFilter(expr string) (func(input any) (bool, error), error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(input any) (bool, error) {
-		v, ok := code.Run(input).Next()
-		if !ok {
-			return false, nil
-		}
-		if err, isErr := v.(error); isErr {
-			return false, err
-		}
-		return v != nil && v != false, nil
-	}, nil
+	return &Filter{code: code, Fast: jqpred.Parse(expr)}, nil
+}
+
+// Match runs the program on a document in generic JSON form: true when its
+// first result is neither false nor null.
+func (f *Filter) Match(input any) (bool, error) {
+	v, ok := f.code.Run(input).Next()
+	if !ok {
+		return false, nil
+	}
+	if err, isErr := v.(error); isErr {
+		return false, err
+	}
+	return v != nil && v != false, nil
 }
 
 // WarnOnce returns an onError for CompilePredicate that writes one warning

@@ -2,8 +2,10 @@ package kv
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustDecode(t *testing.T, s string) any {
@@ -298,4 +300,33 @@ func toNumbers(v any) any {
 		return json.Number(data)
 	}
 	return v
+}
+
+// Field must give each of Generic's fields on its own, and nil for the
+// ones Generic's document does not have, so that a fast --filter sees what
+// gojq would.
+func TestEntryFieldMatchesGeneric(t *testing.T) {
+	when := time.Date(2026, 11, 29, 13, 0, 0, 5, time.UTC)
+	values := [][]byte{[]byte(`{"a":[1,2.5,"x"],"b":null}`), []byte(`{"esc":"\u00e9\n"}`),
+		[]byte(` 12345678901234567890 `), []byte("text"), []byte("true-ish"), {0xff, 0}, nil}
+	fields := []string{"bucket", "key", "revision", "op", "time", "size", "value", "value_b64", "other"}
+	for _, value := range values {
+		for _, op := range []Op{OpPut, OpDel, OpPurge} {
+			e := Entry{Bucket: "b", Key: "k.1", Revision: 7, Op: op, Time: when, Value: value}
+			generic, err := e.Generic()
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := generic.(map[string]any)
+			for _, name := range fields {
+				got, err := e.Field(name)
+				if err != nil {
+					t.Fatalf("%s %q: Field(%s): %v", op, value, name, err)
+				}
+				if want := doc[name]; !reflect.DeepEqual(got, want) {
+					t.Errorf("%s %q: Field(%s) = %#v, Generic has %#v", op, value, name, got, want)
+				}
+			}
+		}
+	}
 }

@@ -104,7 +104,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 // Generic is the entry's JSON form decoded, numbers in a value as
 // json.Number: what a jq program sees. It is built directly rather than
 // through MarshalJSON because a filtered tail calls it for every revision.
-func (e Entry) Generic() (any, error) {
+func (e *Entry) Generic() (any, error) {
 	m := map[string]any{
 		"bucket":   e.Bucket,
 		"key":      e.Key,
@@ -113,26 +113,65 @@ func (e Entry) Generic() (any, error) {
 		"time":     e.Time.UTC().Format(time.RFC3339Nano),
 		"size":     len(e.Value),
 	}
-	if e.Op == OpPut {
-		// A value the fast decoder reads whole is JSON: no separate check.
-		if v, err := decodeFast(e.Value); err == nil {
-			m["value"] = v
-			return m, nil
-		}
-		switch KindOf(e.Value) {
-		case KindJSON:
-			v, err := decodeJSON(e.Value)
-			if err != nil {
-				return nil, err
-			}
-			m["value"] = v
-		case KindText:
-			m["value"] = string(e.Value)
-		default:
-			m["value_b64"] = base64.StdEncoding.EncodeToString(e.Value)
-		}
+	name, v, err := e.genericValue()
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		m[name] = v
 	}
 	return m, nil
+}
+
+// Field is one top-level field of Generic's document, nil when it has
+// none, built alone: a --filter that reads only .size or .key never
+// decodes the value (see pkg/jqpred).
+func (e *Entry) Field(name string) (any, error) {
+	switch name {
+	case "bucket":
+		return e.Bucket, nil
+	case "key":
+		return e.Key, nil
+	case "revision":
+		return int(e.Revision), nil
+	case "op":
+		return string(e.Op), nil
+	case "time":
+		return e.Time.UTC().Format(time.RFC3339Nano), nil
+	case "size":
+		return len(e.Value), nil
+	case "value", "value_b64":
+		got, v, err := e.genericValue()
+		if err != nil || got != name {
+			return nil, err
+		}
+		return v, nil
+	}
+	return nil, nil
+}
+
+// genericValue is the value's field in Generic's document: "value" with
+// the decoded JSON or the text, "value_b64" for a binary value, or no name
+// for DEL and PURGE.
+func (e *Entry) genericValue() (string, any, error) {
+	if e.Op != OpPut {
+		return "", nil, nil
+	}
+	// A value the fast decoder reads whole is JSON: no separate check.
+	if v, err := decodeFast(e.Value); err == nil {
+		return "value", v, nil
+	}
+	switch KindOf(e.Value) {
+	case KindJSON:
+		v, err := decodeJSON(e.Value)
+		if err != nil {
+			return "", nil, err
+		}
+		return "value", v, nil
+	case KindText:
+		return "value", string(e.Value), nil
+	}
+	return "value_b64", base64.StdEncoding.EncodeToString(e.Value), nil
 }
 
 // NotFoundError is a bucket, key or revision that does not exist. It

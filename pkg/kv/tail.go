@@ -41,9 +41,9 @@ type TailConfig struct {
 	// Match keeps an entry when it returns true; nil keeps every entry.
 	// An error means "no match"; OnMatchError hears of it, in stream order.
 	// Match is called from several goroutines at once.
-	Match func(Entry) (bool, error)
+	Match func(*Entry) (bool, error)
 	// OnMatchError, if set, is called with each entry Match failed on.
-	OnMatchError func(Entry, error)
+	OnMatchError func(*Entry, error)
 	// Count stops the tail after this many matches; zero never stops.
 	Count int
 }
@@ -115,7 +115,7 @@ func tailFiltered(ctx context.Context, js jetstream.JetStream, b *bucket, spec s
 		go func() {
 			defer wg.Done()
 			for sl := range work {
-				sl.keep, sl.err = cfg.Match(sl.e)
+				sl.keep, sl.err = cfg.Match(&sl.e)
 				close(sl.done)
 			}
 		}()
@@ -130,7 +130,7 @@ func tailFiltered(ctx context.Context, js jetstream.JetStream, b *bucket, spec s
 				continue
 			}
 			if sl.err != nil && cfg.OnMatchError != nil {
-				cfg.OnMatchError(sl.e, sl.err)
+				cfg.OnMatchError(&sl.e, sl.err)
 			}
 			if !sl.keep {
 				continue
