@@ -14,7 +14,7 @@ type HistoryConfig struct {
 }
 
 // History returns every revision the bucket keeps for the key (or the
-// keys matching the pattern), oldest first, in one ordered-consumer pass.
+// keys matching the pattern), oldest first, in one pass over the bucket's stream.
 // A key without revisions is a NotFoundError.
 func History(ctx context.Context, js jetstream.JetStream, cfg HistoryConfig) ([]Entry, error) {
 	b, err := openBucket(ctx, js, cfg.Bucket)

@@ -5,8 +5,8 @@
 // A bucket is the stream KV_<bucket>; key K is the subject $KV.<bucket>.K,
 // its revisions are that subject's messages and their stream sequences, and
 // a KV-Operation header marks deletes (DEL) and purges (PURGE). Everything
-// here reads that stream directly, with ordered consumers and batched direct
-// gets, so that whole-bucket work costs one pass rather than a request per
+// here reads that stream directly, with ephemeral pull consumers kept in
+// order (pull.go) and batched direct gets, so that whole-bucket work costs one pass rather than a request per
 // key.
 package kv
 

@@ -13,50 +13,85 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// A bounded pass (history, diffs) reads with a plain ephemeral pull
-// consumer (no acks, in memory) rather than nats.go's ordered consumer: the
-// library's per-message bookkeeping (a heartbeat timer reset and a metadata
-// split per message, a channel hand-off) costs more than twice the CPU of
-// the pass itself on a 500,000-revision bucket. Order is checked the way an
-// ordered consumer does it: a gap in the consumer sequence recreates the
-// consumer after the last stream sequence seen.
+// Every pass over a bucket, bounded (history, diffs) or following (tail),
+// reads with a plain ephemeral pull consumer (no acks, in memory) rather
+// than nats.go's ordered consumer: the library's per-message bookkeeping (a
+// heartbeat timer reset and a metadata split per message, a channel
+// hand-off) costs more than the rest of a tail's reading on a
+// 500,000-revision bucket. Order is kept the way an ordered consumer keeps
+// it: a gap in the consumer sequence, a reconnect, a consumer that goes
+// away or a server that falls silent recreates the consumer after the last
+// stream sequence seen.
 const (
 	// pullScanBatch is the size of one pull request; two are outstanding.
 	pullScanBatch = 4096
 	// pullScanHeartbeat is the idle heartbeat asked of the server; a pass
-	// that hears nothing for three of them fails.
+	// that hears nothing for three of them starts over (following) or
+	// fails (bounded).
 	pullScanHeartbeat = 5 * time.Second
-	// pullScanRestarts bounds how often a pass recreates its consumer.
+	// pullScanRestarts bounds how often a bounded pass recreates its
+	// consumer; a following one keeps trying, pausing between attempts
+	// from followRetryMin up to followRetryMax.
 	pullScanRestarts = 5
+	followRetryMin   = 100 * time.Millisecond
+	followRetryMax   = 5 * time.Second
 )
 
-// errGap is a gap in a pass's consumer sequence.
-var errGap = errors.New("messages missed")
+var (
+	// errGap is a gap in a pass's consumer sequence.
+	errGap = errors.New("messages missed")
+	// errRestart asks a following pass to recreate its consumer.
+	errRestart = errors.New("consumer lost")
+)
 
-// pullScan delivers the revisions of cfg's consumer in stream order to fn,
-// up to endSeq or the stream's end, whichever comes first.
-func (b *bucket) pullScan(ctx context.Context, js jetstream.JetStream, cfg jetstream.ConsumerConfig, endSeq uint64, match func(string) bool, fn func(Entry) error) error {
-	cfg.AckPolicy = jetstream.AckNonePolicy
-	cfg.MemoryStorage = true
-	cfg.Replicas = 1
-	cfg.InactiveThreshold = time.Minute
-	cfg.ReplayPolicy = jetstream.ReplayInstantPolicy
-	// A pass over each key's last revision cannot resume from a sequence
-	// (it would read older revisions of keys not yet seen): a gap there
-	// fails the pass.
+// pass is one read of a bucket's stream.
+type pass struct {
+	cfg jetstream.ConsumerConfig
+	// endSeq is the last stream sequence a bounded pass reads.
+	endSeq uint64
+	// follow keeps reading new revisions until ctx ends or fn stops it.
+	follow bool
+	// match, if set, filters subjects in the client.
+	match func(string) bool
+}
+
+// pullScan delivers the revisions of p's consumer in stream order to fn: up
+// to p.endSeq or the stream's end, or, following, until ctx ends or fn
+// returns errStop or an error.
+func (b *bucket) pullScan(ctx context.Context, js jetstream.JetStream, p pass, fn func(Entry) error) error {
+	p.cfg.AckPolicy = jetstream.AckNonePolicy
+	p.cfg.MemoryStorage = true
+	p.cfg.Replicas = 1
+	p.cfg.InactiveThreshold = time.Minute
+	p.cfg.ReplayPolicy = jetstream.ReplayInstantPolicy
+	// A bounded pass over each key's last revision cannot resume from a
+	// sequence (it would read older revisions of keys not yet seen): a gap
+	// there fails the pass. A following one resumes anyway, as nats.go's
+	// ordered consumer does: it then also shows those older revisions.
 	restarts := pullScanRestarts
-	if cfg.DeliverPolicy == jetstream.DeliverLastPerSubjectPolicy {
+	if p.cfg.DeliverPolicy == jetstream.DeliverLastPerSubjectPolicy && !p.follow {
 		restarts = 0
 	}
 	var last uint64
+	pause := followRetryMin
 	for i := 0; ; i++ {
 		if last > 0 {
-			cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, last+1, nil
+			p.cfg.DeliverPolicy, p.cfg.OptStartSeq, p.cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, last+1, nil
 		}
-		err := b.pullOnce(ctx, js, cfg, endSeq, match, fn, &last)
+		before := last
+		err := b.pullOnce(ctx, js, p, fn, &last)
 		switch {
 		case errors.Is(err, errStop):
 			return nil
+		case p.follow && ctx.Err() == nil && (errors.Is(err, errGap) || errors.Is(err, errRestart) || isTransient(err)):
+			if last != before {
+				pause = followRetryMin
+			}
+			if err := sleepCtx(ctx, pause); err != nil {
+				return err
+			}
+			pause = min(2*pause, followRetryMax)
+			continue
 		case errors.Is(err, errGap) && i < restarts:
 			continue
 		case errors.Is(err, errGap):
@@ -66,10 +101,39 @@ func (b *bucket) pullScan(ctx context.Context, js jetstream.JetStream, cfg jetst
 	}
 }
 
+// isTransient reports whether a following pass should try again after err:
+// the connection is coming back, or the server or cluster is not ready yet
+// (timeouts, no responders, API errors of the 5xx kind). A missing bucket
+// and a closed connection are not.
+func isTransient(err error) bool {
+	var jsErr jetstream.JetStreamError
+	if errors.As(err, &jsErr) && jsErr.APIError() != nil {
+		return jsErr.APIError().Code >= 500
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // pullOnce is one consumer's part of a pass. last is the last stream
 // sequence handed to fn so far.
-func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, cfg jetstream.ConsumerConfig, endSeq uint64, match func(string) bool, fn func(Entry) error, last *uint64) error {
-	cons, err := b.stream.CreateConsumer(ctx, cfg)
+func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, p pass, fn func(Entry) error, last *uint64) error {
+	nc := js.Conn()
+	// Listen for reconnects before creating the consumer, so that none is
+	// missed: after one, pull requests may be lost and the consumer gone.
+	reconnected := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(reconnected)
+	cons, err := b.stream.CreateConsumer(ctx, p.cfg)
 	if err != nil {
 		return fmt.Errorf("bucket %q: %w", b.name, err)
 	}
@@ -81,11 +145,10 @@ func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, cfg jetst
 		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
 		cancel()
 	}()
-	if info.NumPending == 0 {
+	if info.NumPending == 0 && !p.follow {
 		return nil
 	}
 
-	nc := js.Conn()
 	next := apiPrefix(js.Options()) + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
 	request := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
 		pullScanBatch, int64(time.Hour), int64(pullScanHeartbeat))
@@ -107,6 +170,11 @@ func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, cfg jetst
 		stopped = true
 		result <- err
 	}
+	pull := func() {
+		if err := nc.PublishRequest(next, inbox, request); err != nil {
+			finish(fmt.Errorf("bucket %q: %w", b.name, err))
+		}
+	}
 	sub, err := nc.Subscribe(inbox, func(m *nats.Msg) {
 		heard.Add(1)
 		mu.Lock()
@@ -117,11 +185,18 @@ func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, cfg jetst
 		if m.Reply == "" {
 			// A status: 100 is an idle heartbeat; 404 and 408 end a pull
 			// with nothing more to give, which a bounded pass reaches
-			// only when revisions were removed under it.
-			switch code := statusCode(m); code {
-			case "100":
-			case "404", "408":
+			// only when revisions were removed under it, and a following
+			// one when its hour-long pull expires.
+			switch code := statusCode(m); {
+			case code == "100":
+			case (code == "404" || code == "408") && p.follow:
+				pull()
+			case code == "404" || code == "408":
 				finish(nil)
+			case p.follow:
+				// 409 Consumer Deleted or Leadership Change, 503 no
+				// responders after a restart: start over.
+				finish(errRestart)
 			default:
 				finish(fmt.Errorf("bucket %q: reading: %s %s", b.name, code, m.Header.Get("Description")))
 			}
@@ -137,25 +212,23 @@ func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, cfg jetst
 			return
 		}
 		cseq = md.cseq
-		if md.sseq > endSeq {
+		if !p.follow && md.sseq > p.endSeq {
 			finish(nil)
 			return
 		}
 		*last = md.sseq
-		if match == nil || match(m.Subject) {
+		if p.match == nil || p.match(m.Subject) {
 			if err := fn(b.entry(m.Subject, md.sseq, time.Unix(0, md.ts), m.Header, m.Data)); err != nil {
 				finish(err)
 				return
 			}
 		}
-		if md.sseq >= endSeq || md.pending == 0 {
+		if !p.follow && (md.sseq >= p.endSeq || md.pending == 0) {
 			finish(nil)
 			return
 		}
 		if received++; received%pullScanBatch == 0 {
-			if err := nc.PublishRequest(next, inbox, request); err != nil {
-				finish(fmt.Errorf("bucket %q: %w", b.name, err))
-			}
+			pull()
 		}
 	})
 	if err != nil {
@@ -174,11 +247,13 @@ func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, cfg jetst
 		stopped = true
 		return err
 	}
+	mu.Lock()
 	for range 2 {
-		if err := nc.PublishRequest(next, inbox, request); err != nil {
-			return abort(fmt.Errorf("bucket %q: %w", b.name, err))
+		if !stopped {
+			pull()
 		}
 	}
+	mu.Unlock()
 	tick := time.NewTicker(pullScanHeartbeat)
 	defer tick.Stop()
 	seen, quiet := heard.Load(), 0
@@ -188,12 +263,17 @@ func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, cfg jetst
 			return err
 		case <-ctx.Done():
 			return abort(ctx.Err())
+		case <-reconnected:
+			return abort(errGap)
 		case <-tick.C:
 			if n := heard.Load(); n != seen {
 				seen, quiet = n, 0
 				continue
 			}
 			if quiet++; quiet >= 3 {
+				if p.follow {
+					return abort(errRestart)
+				}
 				return abort(fmt.Errorf("bucket %q: reading: no message from the server in %s", b.name, 3*pullScanHeartbeat))
 			}
 		}

@@ -11,11 +11,7 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
-// pullBatch is how many messages a following ordered consumer asks for at a time:
-// large enough that a pass over a big bucket is not paced by round trips.
-const pullBatch = 2048
-
-// scanSpec is one pass over a bucket's stream with an ordered consumer.
+// scanSpec is one pass over a bucket's stream.
 type scanSpec struct {
 	// patterns are key patterns; none means every key.
 	patterns  []string
@@ -31,15 +27,10 @@ type scanSpec struct {
 var errStop = errors.New("stop scan")
 
 // scan delivers the matching revisions in stream order to fn until the end
-// of the range, ctx is done, or fn returns errStop or an error. A bounded
-// pass reads with pullScan; a pass that follows, with an ordered consumer.
+// of the range (unless following), ctx is done, or fn returns errStop or an
+// error. It reads with pullScan.
 func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec, fn func(Entry) error) error {
 	filters, match := b.consumerFilters(spec.patterns)
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  spec.deliver,
-		ReplayPolicy:   jetstream.ReplayInstantPolicy,
-	}
 	if spec.deliver == jetstream.DeliverByStartTimePolicy && len(filters) > 1 {
 		// nats-server 2.15 starts a consumer with several filters and a
 		// start time at the first message of the filter that begins
@@ -55,75 +46,23 @@ func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec
 			spec.deliver, spec.startSeq = jetstream.DeliverByStartSequencePolicy, seq
 		}
 	}
-	cfg.FilterSubjects, cfg.DeliverPolicy = filters, spec.deliver
+	p := pass{
+		cfg:    jetstream.ConsumerConfig{FilterSubjects: filters, DeliverPolicy: spec.deliver},
+		endSeq: b.info.State.LastSeq,
+		follow: spec.follow,
+		match:  match,
+	}
 	switch spec.deliver {
 	case jetstream.DeliverByStartSequencePolicy:
-		cfg.OptStartSeq = spec.startSeq
+		p.cfg.OptStartSeq = spec.startSeq
 	case jetstream.DeliverByStartTimePolicy:
 		t := spec.startTime.UTC()
-		cfg.OptStartTime = &t
+		p.cfg.OptStartTime = &t
 	}
-	endSeq := b.info.State.LastSeq
-	if !spec.follow {
-		if endSeq == 0 {
-			return nil
-		}
-		return b.pullScan(ctx, js, jetstream.ConsumerConfig{
-			FilterSubjects: cfg.FilterSubjects,
-			DeliverPolicy:  cfg.DeliverPolicy,
-			OptStartSeq:    cfg.OptStartSeq,
-			OptStartTime:   cfg.OptStartTime,
-		}, endSeq, match, fn)
-	}
-	cons, err := b.stream.OrderedConsumer(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("bucket %q: %w", b.name, err)
-	}
-	msgs, err := cons.Messages(jetstream.PullMaxMessages(pullBatch))
-	if err != nil {
-		return fmt.Errorf("bucket %q: %w", b.name, err)
-	}
-	defer func() {
-		msgs.Stop()
-		// An ordered consumer outlives Stop on the server until its
-		// inactive threshold; remove it so it does not linger in listings.
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = js.DeleteConsumer(dctx, b.stream.CachedInfo().Config.Name, info.Name)
-			cancel()
-		}
-	}()
-	if info := cons.CachedInfo(); !spec.follow && info != nil && info.NumPending == 0 {
+	if !p.follow && p.endSeq == 0 {
 		return nil
 	}
-	for {
-		m, err := msgs.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("bucket %q: reading: %w", b.name, err)
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return fmt.Errorf("bucket %q: %w", b.name, err)
-		}
-		seq := meta.Sequence.Stream
-		if !spec.follow && seq > endSeq {
-			return nil
-		}
-		if match == nil || match(m.Subject()) {
-			if err := fn(b.entry(m.Subject(), seq, meta.Timestamp, m.Headers(), m.Data())); err != nil {
-				if errors.Is(err, errStop) {
-					return nil
-				}
-				return err
-			}
-		}
-		if !spec.follow && (seq >= endSeq || meta.NumPending == 0) {
-			return nil
-		}
-	}
+	return b.pullScan(ctx, js, p, fn)
 }
 
 // consumerFilters turns key patterns into consumer filter subjects. The

@@ -25,7 +25,7 @@ const multiLastBatch = 1024
 // multiLastMaxKeys is the most keys whose past values lastBefore reads with
 // multi_last. The server answers a multi_last bounded by time by walking
 // its blocks backwards for every request (about 0.2 s per 1,024 keys on a
-// 2-core machine); past a few requests one ordered-consumer pass over the
+// 2-core machine); past a few requests one pass over the
 // older revisions is faster.
 const multiLastMaxKeys = 2 * multiLastBatch
 

@@ -48,9 +48,11 @@ type TailConfig struct {
 	Count int
 }
 
-// Tail follows a bucket with one ordered consumer and calls emit for each
-// matching revision, in order. It returns the number of matches: after
-// Count of them with a nil error, or when ctx ends with ctx's error.
+// Tail follows a bucket with one in-order pull consumer, recreated after
+// the last revision seen when the connection or the server comes back, and
+// calls emit for each matching revision, in order. It returns the number
+// of matches: after Count of them with a nil error, or when ctx ends with
+// ctx's error.
 func Tail(ctx context.Context, js jetstream.JetStream, cfg TailConfig, emit func(Entry) error) (int, error) {
 	b, err := openBucket(ctx, js, cfg.Bucket)
 	if err != nil {

@@ -347,18 +347,24 @@ func kvServerFlag(ts *testscript.TestScript, args []string) (jetstream.JetStream
 	return js, args
 }
 
-// kv-bucket [-s URL] BUCKET HISTORY creates a bucket that keeps HISTORY
-// revisions per key.
+// kv-bucket [-s URL] [--replicas N] BUCKET HISTORY creates a bucket that
+// keeps HISTORY revisions per key.
 func cmdKVBucket(ts *testscript.TestScript, neg bool, args []string) {
 	js, args := kvServerFlag(ts, args)
+	replicas := 1
+	if len(args) >= 2 && args[0] == "--replicas" {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		replicas, args = n, args[2:]
+	}
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: kv-bucket [-s URL] BUCKET HISTORY")
+		ts.Fatalf("usage: kv-bucket [-s URL] [--replicas N] BUCKET HISTORY")
 	}
 	history, err := strconv.Atoi(args[1])
 	ts.Check(err)
 	c, cancel := ctx()
 	defer cancel()
-	_, err = js.CreateKeyValue(c, jetstream.KeyValueConfig{Bucket: args[0], History: uint8(history)})
+	_, err = js.CreateKeyValue(c, jetstream.KeyValueConfig{Bucket: args[0], History: uint8(history), Replicas: replicas})
 	ts.Check(err)
 }
 
