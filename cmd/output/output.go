@@ -86,24 +86,42 @@ func validFormat(f string) bool {
 	return false
 }
 
-// CompilePredicate compiles a jq program used as a filter: an item is kept
-// when the program's first result is neither false nor null. A program that
-// fails on an item (e.g. indexes a text payload) does not keep it, and
-// onError, if set, hears of the failure: streams mix JSON and text, and a
-// wait for one item must not die on another. An empty expression gives a
-// nil predicate.
-func CompilePredicate(expr string, onError func(error)) (func(input any) bool, error) {
+// Predicate is a --filter program that keeps an item when its first result
+// is neither false nor null. A program that fails on an item (e.g. indexes
+// a text payload) does not keep it, and onError, if set, hears of the
+// failure: streams mix JSON and text, and a wait for one item must not die
+// on another.
+type Predicate struct {
+	filter  *Filter
+	onError func(error)
+}
+
+// CompilePredicate compiles a --filter program; an empty one gives nil.
+func CompilePredicate(expr string, onError func(error)) (*Predicate, error) {
 	filter, err := CompileFilter(expr)
 	if filter == nil || err != nil {
 		return nil, err
 	}
-	return func(input any) bool {
-		keep, err := filter.Match(input)
-		if err != nil && onError != nil {
-			onError(err)
-		}
+	return &Predicate{filter: filter, onError: onError}, nil
+}
+
+// Keep runs the program on a document in generic JSON form.
+func (p *Predicate) Keep(document any) bool {
+	keep, err := p.filter.Match(document)
+	if err != nil && p.onError != nil {
+		p.onError(err)
+	}
+	return keep
+}
+
+// KeepFields decides on obj's fields alone when the program is simple
+// enough (see pkg/jqpred), and otherwise runs it on document(), obj's
+// whole generic form.
+func (p *Predicate) KeepFields(obj jqpred.Object, document func() any) bool {
+	if keep, decided := p.filter.Fast.Eval(obj); decided {
 		return keep
-	}, nil
+	}
+	return p.Keep(document())
 }
 
 // Filter is a compiled --filter program, for callers that report each

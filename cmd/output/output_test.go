@@ -154,3 +154,45 @@ func TestLineWriterFlushesPromptly(t *testing.T) {
 		t.Errorf("after Close: %q", out.String())
 	}
 }
+
+// fields is a jqpred.Object over a map.
+type fields map[string]any
+
+func (f fields) Field(name string) (any, error) { return f[name], nil }
+
+// KeepFields decides simple programs on the fields and gives the rest,
+// and inputs the fields cannot decide, to gojq on the whole document,
+// whose failures reach onError.
+func TestPredicateKeepFields(t *testing.T) {
+	doc := map[string]any{"subject": "orders.paid", "data": "text"}
+	var failures []error
+	onError := func(err error) { failures = append(failures, err) }
+	calls := 0
+	document := func() any { calls++; return doc }
+	for _, tt := range []struct {
+		expr      string
+		keep      bool
+		documents int
+		failures  int
+	}{
+		{`.subject == "orders.paid"`, true, 0, 0},
+		{`.subject | startswith("orders.")`, true, 1, 0},
+		{`.data.id == 1`, false, 1, 1}, // cannot index a string: gojq says why
+		{`.missing == null`, true, 0, 0},
+	} {
+		calls, failures = 0, nil
+		p, err := CompilePredicate(tt.expr, onError)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.KeepFields(fields(doc), document); got != tt.keep || calls != tt.documents || len(failures) != tt.failures {
+			t.Errorf("%s: keep %v, %d documents built, failures %v; want %v, %d, %d", tt.expr, got, calls, failures, tt.keep, tt.documents, tt.failures)
+		}
+		if got := p.Keep(doc); got != tt.keep {
+			t.Errorf("%s: Keep on the document %v, KeepFields %v", tt.expr, got, tt.keep)
+		}
+	}
+	if p, err := CompilePredicate("", onError); p != nil || err != nil {
+		t.Errorf("empty program: %v, %v", p, err)
+	}
+}

@@ -271,7 +271,9 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		Target:         o.to,
 	}
 	if filter != nil {
-		opts.Filter = func(m *envelope.Message) (bool, error) { return filter(m.Generic()), nil }
+		opts.Filter = func(m *envelope.Message) (bool, error) {
+			return filter.KeepFields(m, func() any { return m.Generic() }), nil
+		}
 	}
 	bar := newProgress(f, o, sum)
 	if bar != nil {

@@ -124,7 +124,9 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	}}
 	opts := replay.Options{}
 	if filter != nil {
-		opts.Filter = func(m *envelope.Message) (bool, error) { return filter(m.Generic()), nil }
+		opts.Filter = func(m *envelope.Message) (bool, error) {
+			return filter.KeepFields(m, func() any { return m.Generic() }), nil
+		}
 	}
 	_, err = replay.Run(ctx, replay.StreamSource(js, r), sink, replay.Summary{Stream: stream}, opts)
 	switch cause := context.Cause(ctx); {

@@ -201,16 +201,56 @@ func (m *Message) Generic() map[string]any {
 		"size":    len(m.Data),
 	}
 	if len(m.Header) > 0 {
-		hdr := make(map[string]any, len(m.Header))
-		for k, vs := range m.Header {
-			list := make([]any, len(vs))
-			for i, v := range vs {
-				list[i] = v
-			}
-			hdr[k] = list
-		}
-		obj["headers"] = hdr
+		obj["headers"] = m.genericHeaders()
 	}
+	name, v := m.genericData()
+	obj[name] = v
+	return obj
+}
+
+// Field is one top-level field of Generic's object, nil when it has none,
+// built alone: a --filter on .subject or .headers never decodes the data
+// (see pkg/jqpred).
+func (m *Message) Field(name string) (any, error) {
+	switch name {
+	case "stream":
+		return m.Stream, nil
+	case "seq":
+		return int(m.Seq), nil
+	case "subject":
+		return m.Subject, nil
+	case "time":
+		return m.Time.UTC().Format(time.RFC3339Nano), nil
+	case "size":
+		return len(m.Data), nil
+	case "headers":
+		if len(m.Header) == 0 {
+			return nil, nil
+		}
+		return m.genericHeaders(), nil
+	case "data", "data_b64":
+		if got, v := m.genericData(); got == name {
+			return v, nil
+		}
+	}
+	return nil, nil
+}
+
+func (m *Message) genericHeaders() map[string]any {
+	hdr := make(map[string]any, len(m.Header))
+	for k, vs := range m.Header {
+		list := make([]any, len(vs))
+		for i, v := range vs {
+			list[i] = v
+		}
+		hdr[k] = list
+	}
+	return hdr
+}
+
+// genericData is the payload's field in Generic's object: "data" with the
+// decoded JSON document or the text, or "data_b64".
+func (m *Message) genericData() (string, any) {
 	switch {
 	case json.Valid(m.Data) && len(bytes.TrimSpace(m.Data)) > 0:
 		var v any
@@ -218,16 +258,13 @@ func (m *Message) Generic() map[string]any {
 		dec.UseNumber()
 		// gojq takes json.Number as it is: big integers stay exact.
 		if dec.Decode(&v) == nil {
-			obj["data"] = v
-		} else {
-			obj["data"] = string(m.Data)
+			return "data", v
 		}
+		return "data", string(m.Data)
 	case utf8.Valid(m.Data):
-		obj["data"] = string(m.Data)
-	default:
-		obj["data_b64"] = base64.StdEncoding.EncodeToString(m.Data)
+		return "data", string(m.Data)
 	}
-	return obj
+	return "data_b64", base64.StdEncoding.EncodeToString(m.Data)
 }
 
 // ParseLine reads a JSON line written by AppendJSON back into a message.

@@ -108,3 +108,26 @@ func TestGenericWorksWithGojq(t *testing.T) {
 		t.Errorf("got %#v", v)
 	}
 }
+
+// Field must give each of Generic's fields on its own, and nil for the
+// ones Generic's object does not have, so that a fast --filter sees what
+// gojq would.
+func TestFieldMatchesGeneric(t *testing.T) {
+	when := time.Date(2026, 11, 29, 13, 0, 0, 5, time.UTC)
+	fields := []string{"stream", "seq", "subject", "time", "size", "headers", "data", "data_b64", "other"}
+	for _, data := range [][]byte{[]byte(`{"a":[1,2.5],"b":null}`), []byte("text"), {0xff, 0}, nil} {
+		for _, h := range []nats.Header{nil, {"X-A": {"1", "2"}}} {
+			m := &Message{Stream: "S", Seq: 7, Subject: "s.x", Time: when, Header: h, Data: data}
+			generic := m.Generic()
+			for _, name := range fields {
+				got, err := m.Field(name)
+				if err != nil {
+					t.Fatalf("%q: Field(%s): %v", data, name, err)
+				}
+				if want := generic[name]; !reflect.DeepEqual(got, want) {
+					t.Errorf("%q %v: Field(%s) = %#v, Generic has %#v", data, h, name, got, want)
+				}
+			}
+		}
+	}
+}
