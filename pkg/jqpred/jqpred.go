@@ -225,9 +225,6 @@ func (p *Predicate) fieldIndex(name string) int {
 	return len(p.fields) - 1
 }
 
-// Fields are the top-level fields the program reads, in first-use order.
-func (p *Predicate) Fields() []string { return p.fields }
-
 // evaluation is one run: the object and the fields read so far.
 type evaluation struct {
 	obj   Object

@@ -145,6 +145,12 @@ func (b *bucket) pullOnce(ctx context.Context, js jetstream.JetStream, p pass, f
 		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
 		cancel()
 	}()
+	if *last == 0 && p.cfg.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy {
+		// What the consumer starts after counts as seen: a following pass
+		// from now (or from a time) that loses its consumer before its
+		// first revision resumes from here, not from a later "now".
+		*last = info.Delivered.Stream
+	}
 	if info.NumPending == 0 && !p.follow {
 		return nil
 	}
