@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -368,7 +369,7 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 	st := Step{Resource: rp.Label(), Op: op}
 	managed := create || live.metadata(r.Kind, r.Stream, r.Name)[ManagedKey] == "true"
 	hash := hashView(view(r.Kind, r.config(), streamCfg))
-	st.run = func(ctx context.Context) error {
+	put := func(ctx context.Context) error {
 		var err error
 		switch r.Kind {
 		case KindStream:
@@ -409,5 +410,136 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 		}
 		return err
 	}
+	first := moveOrScaleFirst(rp, r, live)
+	st.run = func(ctx context.Context) error {
+		if first == nil {
+			return put(ctx)
+		}
+		if _, err := js.UpdateStream(ctx, *first); err != nil {
+			return err
+		}
+		if err := retryWhileReconfiguring(ctx, put); err != nil {
+			return err
+		}
+		replicas, _ := r.replicasAndPlacement()
+		return waitSettled(ctx, js, r.StreamName(), replicas)
+	}
 	return st
 }
+
+// moveOrScaleFirst is the update that must come before the declared one
+// when it changes both num_replicas and to a new placement, which the
+// server refuses in one update (10123): the live config with only the
+// placement changed when scaling up (so that fewer replicas move), or only
+// the replicas when scaling down. It is nil when no such update is needed;
+// dropping a placement is not a move and goes in one update.
+func moveOrScaleFirst(rp *ResourcePlan, r *Resource, live *Live) *jetstream.StreamConfig {
+	if rp.Action != ActionUpdate || !rp.movesAndScales() {
+		return nil
+	}
+	replicas, placement := r.replicasAndPlacement()
+	si := live.Streams[r.StreamName()]
+	if si == nil {
+		return nil
+	}
+	cfg := si.Config
+	if replicas > cfg.Replicas {
+		cfg.Placement = placement
+	} else {
+		cfg.Replicas = replicas
+	}
+	return &cfg
+}
+
+// movesAndScales reports whether an update changes num_replicas and moves
+// the resource to a new placement (not merely drops its placement).
+func (rp *ResourcePlan) movesAndScales() bool {
+	if rp.res == nil || rp.Kind == KindConsumer {
+		return false
+	}
+	_, placement := rp.res.replicasAndPlacement()
+	return placement != nil && rp.changes("num_replicas") && rp.changes("placement")
+}
+
+// changes reports whether the plan changes the field at path or a field
+// under it.
+func (rp *ResourcePlan) changes(path string) bool {
+	for _, c := range rp.Changes {
+		if c.Path == path || strings.HasPrefix(c.Path, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// reconfigureWait bounds how long apply waits for a stream move or scale
+// to finish before the next update of the same stream.
+const reconfigureWait = 5 * time.Minute
+
+// retryWhileReconfiguring runs update until the server stops refusing it
+// because a move (10124) or another reconfiguration (10226) of the stream
+// is still in progress, for at most reconfigureWait.
+func retryWhileReconfiguring(ctx context.Context, update func(context.Context) error) error {
+	deadline := time.Now().Add(reconfigureWait)
+	pause := 100 * time.Millisecond
+	for {
+		err := update(ctx)
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) ||
+			apiErr.ErrorCode != jsErrMoveInProgress && apiErr.ErrorCode != jsErrReconfigureInProgress ||
+			time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// waitSettled waits, for at most reconfigureWait, until the stream has a
+// leader and exactly its replicas, all current: a move or scale the server
+// still carries out makes it briefly unlisted, or lists the peers of both
+// placements.
+func waitSettled(ctx context.Context, js jetstream.JetStream, stream string, replicas int) error {
+	deadline := time.Now().Add(reconfigureWait)
+	pause := 100 * time.Millisecond
+	for {
+		s, err := js.Stream(ctx, stream)
+		if err == nil {
+			ci := s.CachedInfo().Cluster
+			if ci == nil || settled(ci, max(replicas, 1)) {
+				return nil
+			}
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("stream %q: still moving or scaling after %s", stream, reconfigureWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+func settled(ci *jetstream.ClusterInfo, replicas int) bool {
+	if ci.Leader == "" || len(ci.Replicas)+1 != replicas {
+		return false
+	}
+	for _, p := range ci.Replicas {
+		if !p.Current || p.Offline {
+			return false
+		}
+	}
+	return true
+}
+
+// The server's errors for an update that comes too early.
+const (
+	jsErrMoveInProgress        jetstream.ErrorCode = 10124
+	jsErrReconfigureInProgress jetstream.ErrorCode = 10226
+)

@@ -122,6 +122,20 @@ func (r *Resource) config() any {
 	return nil
 }
 
+// replicasAndPlacement are the declared replicas and placement of a
+// stream, bucket or object store.
+func (r *Resource) replicasAndPlacement() (int, *jetstream.Placement) {
+	switch r.Kind {
+	case KindStream:
+		return r.StreamConfig.Replicas, r.StreamConfig.Placement
+	case KindKV:
+		return r.KeyValueConfig.Replicas, r.KeyValueConfig.Placement
+	case KindObjectStore:
+		return r.ObjectStoreConfig.Replicas, r.ObjectStoreConfig.Placement
+	}
+	return 0, nil
+}
+
 // Desired is everything the plan files declare.
 type Desired struct {
 	Resources []*Resource

@@ -258,6 +258,9 @@ func planResource(r *Resource, live *Live, desiredStream *jetstream.StreamConfig
 		for _, c := range rp.Changes {
 			rp.Destructive = rp.Destructive || c.Destructive
 		}
+		if rp.movesAndScales() {
+			rp.Warnings = append(rp.Warnings, "moves and scales in two updates (the server refuses both in one); apply waits for the move in between")
+		}
 	}
 	return rp
 }
