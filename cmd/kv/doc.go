@@ -17,9 +17,9 @@ type docField struct {
 }
 
 // writeDoc writes fields as one JSON object, in order, holding one item at
-// a time. indent gives exactly what the output package writes for -o json
-// (two-space indent, HTML characters as they are); otherwise it is what
-// json.Marshal gives, on one line, as -o jsonl writes it.
+// a time: exactly what the output package writes, with indent for -o json
+// (two-space indent) and on one line for -o jsonl, HTML characters as they
+// are in both.
 func writeDoc(w io.Writer, fields []docField, indent bool) error {
 	d := docWriter{w: w, indent: indent}
 	d.depth1 = d.encoder("  ")
@@ -75,8 +75,8 @@ type docWriter struct {
 
 func (d *docWriter) encoder(prefix string) *json.Encoder {
 	enc := json.NewEncoder(&d.buf)
+	enc.SetEscapeHTML(false)
 	if d.indent {
-		enc.SetEscapeHTML(false)
 		enc.SetIndent(prefix, "  ")
 	}
 	return enc

@@ -314,7 +314,7 @@ func (p *Printer) encode(v any) error {
 	case "json", "table":
 		return writeJSON(p.Out, v, true)
 	case "jsonl":
-		data, err := json.Marshal(v)
+		data, err := marshalJSON(v)
 		if err != nil {
 			return err
 		}
@@ -405,6 +405,18 @@ func toGeneric(v any) (any, error) {
 	}
 	// gojq takes json.Number as it is, so large integers stay exact.
 	return generic, nil
+}
+
+// marshalJSON is json.Marshal without the escaping of <, > and &, as
+// writeJSON writes: subjects such as orders.> stay readable.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func writeJSON(w io.Writer, v any, indent bool) error {

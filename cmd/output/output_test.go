@@ -196,3 +196,22 @@ func TestPredicateKeepFields(t *testing.T) {
 		t.Errorf("empty program: %v, %v", p, err)
 	}
 }
+
+// Subjects such as orders.> read the same in -o json and -o jsonl: neither
+// escapes <, > or &.
+func TestJSONDoesNotEscapeSubjects(t *testing.T) {
+	v := []map[string]string{{"subject": "orders.>", "note": "a & <b>"}}
+	for _, format := range []string{"json", "jsonl"} {
+		var buf bytes.Buffer
+		p, err := NewPrinter(Options{Format: format}, &buf, false, "table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Print(v, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), `"orders.>"`) || !strings.Contains(buf.String(), `"a & <b>"`) {
+			t.Errorf("-o %s: %s", format, buf.String())
+		}
+	}
+}

@@ -22,29 +22,43 @@ defaults and metadata (_nats.*, io.jetctl.*) are left out; durations and
 sizes are written as 7d and 1GiB. Planning the exported file against the
 same server shows no changes.
 
-Export only reads; it always writes YAML.`,
+Export only reads. -o json writes the same document as JSON (also a plan
+file: YAML reads JSON), and --jq runs on that JSON; -o table is refused.`,
 		Example: `  jetctl export --all > plans/live.yaml
   jetctl export --stream ORDERS --kv config
-  jetctl export --all | jetctl plan -f /dev/stdin`,
+  jetctl export --all | jetctl plan -f /dev/stdin
+  jetctl export --all --jq '.streams[].name'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !o.All && len(o.Streams)+len(o.KV)+len(o.ObjectStores) == 0 {
 				return exitcode.UsageErrorf("choose what to export: --stream, --kv, --object-store or --all")
 			}
+			p, err := f.Printer("yaml")
+			if err != nil {
+				return err
+			}
+			if p.Format == "table" {
+				return exitcode.UsageErrorf("export writes a plan file: -o table is not supported (use yaml or json)")
+			}
 			js, err := f.JetStream(cmd.Context())
 			if err != nil {
 				return err
 			}
-			data, err := pkgplan.Export(cmd.Context(), js, o)
-			var nf *pkgplan.NotFoundError
-			if errors.As(err, &nf) {
-				return exitcode.New(exitcode.NotFound, err)
-			}
-			if err != nil {
+			if p.Format == "yaml" && f.Output.JQ == "" {
+				// The YAML as a person would write it: flow-style lists,
+				// no quotes where none are needed.
+				data, err := pkgplan.Export(cmd.Context(), js, o)
+				if err != nil {
+					return exportError(err)
+				}
+				_, err = f.IO.Out.Write(data)
 				return err
 			}
-			_, err = f.IO.Out.Write(data)
-			return err
+			data, err := pkgplan.ExportJSON(cmd.Context(), js, o)
+			if err != nil {
+				return exportError(err)
+			}
+			return p.Print(data, nil)
 		},
 	}
 	fl := c.Flags()
@@ -53,4 +67,12 @@ Export only reads; it always writes YAML.`,
 	fl.StringArrayVar(&o.ObjectStores, "object-store", nil, "object store to export (repeatable)")
 	fl.BoolVar(&o.All, "all", false, "export every stream, KV bucket and object store")
 	return c
+}
+
+func exportError(err error) error {
+	var nf *pkgplan.NotFoundError
+	if errors.As(err, &nf) {
+		return exitcode.New(exitcode.NotFound, err)
+	}
+	return err
 }

@@ -29,11 +29,42 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string { return e.Label + " not found" }
 
-// Export reads the selected live resources and writes them as a plan file:
-// server defaults and server metadata left out, durations and sizes
+// Export reads the selected live resources and writes them as a YAML plan
+// file: server defaults and server metadata left out, durations and sizes
 // human-readable, consumers nested under their streams. Planning the
 // result against the same server shows no changes.
 func Export(ctx context.Context, js jetstream.JetStream, opts ExportOptions) ([]byte, error) {
+	root, err := ExportNode(ctx, js, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(root.Content) == 0 {
+		return []byte("{}\n"), nil
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ExportJSON is Export's document as JSON, in the same order: also a plan
+// file (YAML reads JSON).
+func ExportJSON(ctx context.Context, js jetstream.JetStream, opts ExportOptions) (json.RawMessage, error) {
+	root, err := ExportNode(ctx, js, opts)
+	if err != nil {
+		return nil, err
+	}
+	return appendNodeJSON(nil, root)
+}
+
+// ExportNode is Export's document as a YAML node tree.
+func ExportNode(ctx context.Context, js jetstream.JetStream, opts ExportOptions) (*yaml.Node, error) {
 	selected := map[string]bool{}
 	for _, s := range opts.Streams {
 		selected[s] = true
@@ -99,19 +130,62 @@ func Export(ctx context.Context, js jetstream.JetStream, opts ExportOptions) ([]
 		}
 		root.Content = append(root.Content, scalar("object_stores"), seq)
 	}
-	var buf bytes.Buffer
-	if len(root.Content) == 0 {
-		return []byte("{}\n"), nil
+	return root, nil
+}
+
+// appendNodeJSON writes an export node tree as JSON: mappings as objects in
+// their order, sequences as arrays, and scalars by the tags export gives
+// them (!!int and !!bool as they are, everything else a string).
+func appendNodeJSON(buf []byte, n *yaml.Node) ([]byte, error) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		buf = append(buf, '{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = appendJSONString(buf, n.Content[i].Value); err != nil {
+				return nil, err
+			}
+			buf = append(buf, ':')
+			if buf, err = appendNodeJSON(buf, n.Content[i+1]); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, '}'), nil
+	case yaml.SequenceNode:
+		buf = append(buf, '[')
+		for i, c := range n.Content {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = appendNodeJSON(buf, c); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!int", "!!bool":
+			return append(buf, n.Value...), nil
+		}
+		return appendJSONString(buf, n.Value)
 	}
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(root); err != nil {
+	return nil, fmt.Errorf("export: unexpected YAML node kind %v", n.Kind)
+}
+
+// appendJSONString appends s as a JSON string, leaving <, > and & as they
+// are: subjects such as orders.> stay readable.
+func appendJSONString(buf []byte, s string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
 		return nil, err
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return append(buf, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
 }
 
 func exportConsumers(live *Live, stream *jetstream.StreamConfig) *yaml.Node {
