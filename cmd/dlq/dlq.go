@@ -61,8 +61,6 @@ func parseRate(s string) (float64, error) {
 	return r, nil
 }
 
-// confirmDestructive asks before moving or deleting messages; without a
-// terminal it insists on --yes.
 // openDestructive asks for confirmation (unless a dry run), connects and
 // finds the one DLQ stream the flags name: the start of every command that
 // changes a DLQ.
@@ -83,6 +81,8 @@ func openDestructive(ctx context.Context, f *factory.Factory, sf streamFlags, ye
 	return js, stream, nil
 }
 
+// confirmDestructive asks before moving or deleting messages; without a
+// terminal it insists on --yes.
 func confirmDestructive(f *factory.Factory, yes bool, what string) error {
 	if yes {
 		return nil
