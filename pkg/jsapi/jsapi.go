@@ -30,10 +30,7 @@ type Client struct {
 // New returns a client for js.
 func New(js jetstream.JetStream) *Client {
 	opts := js.Options()
-	prefix := opts.APIPrefix
-	if prefix == "" {
-		prefix = "$JS.API."
-	}
+	prefix := APIPrefix(opts)
 	timeout := opts.DefaultTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second

@@ -6,46 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
-
-func TestParseAckReply(t *testing.T) {
-	cases := []struct {
-		reply string
-		want  ackMeta
-		ok    bool
-	}{
-		{"$JS.ACK.KV_cfg.c1.1.42.7.1700000000000000001.3", ackMeta{sseq: 42, cseq: 7, ts: 1700000000000000001, pending: 3}, true},
-		{"$JS.ACK.hub.ACCHASH.KV_cfg.c1.1.42.7.1700000000000000001.0.rand", ackMeta{sseq: 42, cseq: 7, ts: 1700000000000000001}, true},
-		{"$JS.ACK._.ACCHASH.KV_cfg.c1.1.42.7.1700000000000000001.0", ackMeta{sseq: 42, cseq: 7, ts: 1700000000000000001}, true},
-		{"$JS.ACK.KV_cfg.c1.1.x.7.1.3", ackMeta{}, false},
-		{"$JS.ACK.KV_cfg.c1.1.42.7.1", ackMeta{}, false},
-		{"_INBOX.abc", ackMeta{}, false},
-	}
-	for _, c := range cases {
-		got, ok := parseAckReply(c.reply)
-		if ok != c.ok || ok && got != c.want {
-			t.Errorf("%s: got %+v %v, want %+v %v", c.reply, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestAPIPrefix(t *testing.T) {
-	for _, c := range []struct {
-		o    jetstream.JetStreamOptions
-		want string
-	}{
-		{jetstream.JetStreamOptions{}, "$JS.API."},
-		{jetstream.JetStreamOptions{Domain: "hub"}, "$JS.hub.API."},
-		{jetstream.JetStreamOptions{APIPrefix: "$JS.other.API"}, "$JS.other.API."},
-		{jetstream.JetStreamOptions{APIPrefix: "x."}, "x."},
-	} {
-		if got := apiPrefix(c.o); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.o, got, c.want)
-		}
-	}
-}
 
 // A comparison of many changed keys hands them out in key order across the
 // blocks its workers compute, and leaves no consumer behind.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
@@ -18,10 +17,6 @@ type Emit func(*envelope.Message) error
 
 const (
 	directBatchSize = 4000
-	orderedBuffer   = 2000
-	// idleCheck is how long the ordered reader waits for a message before
-	// asking the server whether any is left to come.
-	idleCheck = 500 * time.Millisecond
 	// followPoll is how often the get and direct readers look for new
 	// messages when following.
 	followPoll = 250 * time.Millisecond
@@ -44,95 +39,31 @@ func Read(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) error
 	return fmt.Errorf("%w: reader %q", ErrUnsupported, r.Reader)
 }
 
+// readOrdered reads with jsapi.ReadOrdered: an in-order pull consumer from
+// r.First, which resumes after the last message seen when the connection,
+// the consumer or the stream leader changes.
 func readOrdered(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) error {
-	if !r.Follow && len(r.Subjects) > 0 {
-		// A filter that matches nothing at all would leave the consumer
-		// waiting: ask first.
-		any, err := anyMatching(ctx, js, r)
-		if err != nil || !any {
-			return err
-		}
-	}
-	cons, err := js.OrderedConsumer(ctx, r.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: r.Subjects,
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    r.First,
-	})
-	if err != nil {
-		return fmt.Errorf("stream %q: %w", r.Stream, err)
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(orderedBuffer))
-	if err != nil {
-		return fmt.Errorf("stream %q: %w", r.Stream, err)
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	for {
-		msg, err := it.Next(jetstream.NextMaxWait(idleCheck))
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, nats.ErrTimeout) {
-				if r.Follow {
-					continue
-				}
-				done, err := nothingPending(ctx, cons)
-				if err != nil || done {
-					return err
-				}
-				continue
-			}
-			return fmt.Errorf("stream %q: %w", r.Stream, err)
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("stream %q: %w", r.Stream, err)
-		}
-		seq := meta.Sequence.Stream
-		if seq > r.Last {
-			return nil
-		}
-		m := &envelope.Message{Stream: r.Stream, Seq: seq, Subject: msg.Subject(), Time: meta.Timestamp, Data: msg.Data()}
-		if h := msg.Headers(); len(h) > 0 {
-			m.Header = h
-		}
-		if err := emit(m); err != nil {
-			return err
-		}
-		if !r.Follow && (seq == r.Last || meta.NumPending == 0) {
-			return nil
-		}
-	}
-}
-
-func nothingPending(ctx context.Context, cons jetstream.Consumer) (bool, error) {
-	info, err := cons.Info(ctx)
-	if errors.Is(err, jetstream.ErrOrderedConsumerNotCreated) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return info.NumPending == 0 && info.NumAckPending == 0, nil
-}
-
-func anyMatching(ctx context.Context, js jetstream.JetStream, r Range) (bool, error) {
 	s, err := js.Stream(ctx, r.Stream)
 	if err != nil {
-		return false, err
+		return fmt.Errorf("stream %q: %w", r.Stream, err)
 	}
-	for _, subj := range r.Subjects {
-		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subj))
-		if err != nil {
-			return false, err
-		}
-		if len(info.State.Subjects) > 0 {
-			return true, nil
-		}
+	read := jsapi.OrderedRead{
+		Label: fmt.Sprintf("stream %q", r.Stream),
+		Consumer: jetstream.ConsumerConfig{
+			FilterSubjects: r.Subjects,
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    r.First,
+		},
+		EndSeq: r.Last,
+		Follow: r.Follow,
 	}
-	return false, nil
+	return jsapi.ReadOrdered(ctx, js, s, read, func(sm *jsapi.StoredMsg) error {
+		m := &envelope.Message{Stream: r.Stream, Seq: sm.Seq, Subject: sm.Subject, Time: sm.Time, Data: sm.Data}
+		if len(sm.Header) > 0 {
+			m.Header = sm.Header
+		}
+		return emit(m)
+	})
 }
 
 // nextFor is the subject filter the server can apply itself: one filter;

@@ -1,0 +1,407 @@
+package jsapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ReadOrdered reads with a plain ephemeral pull consumer (no acks, in
+// memory) rather than nats.go's ordered consumer: the library's per-message
+// bookkeeping (a heartbeat timer reset and a metadata split per message, a
+// channel hand-off) costs more than the rest of a read of 500,000
+// messages. Order is kept the way an ordered consumer keeps it: a gap in
+// the consumer sequence, a reconnect, a consumer that goes away or a
+// server that falls silent recreates the consumer after the last stream
+// sequence seen.
+const (
+	// maxPullBatch is the size of one pull request of small messages; two
+	// are outstanding. pullBuffer bounds the bytes a request asks for:
+	// streams of large messages pull fewer at a time (see batchFor).
+	maxPullBatch = 4096
+	minPullBatch = 16
+	pullBuffer   = 8 << 20
+	// pullHeartbeat is the idle heartbeat asked of the server; a read that
+	// hears nothing for three of them starts over (following) or fails
+	// (bounded).
+	pullHeartbeat = 5 * time.Second
+	// pullRestarts bounds how often a bounded read recreates its
+	// consumer; a following one keeps trying, pausing between attempts
+	// from followRetryMin up to followRetryMax.
+	pullRestarts   = 5
+	followRetryMin = 100 * time.Millisecond
+	followRetryMax = 5 * time.Second
+)
+
+var (
+	// ErrStop, returned by a ReadOrdered callback, ends the read without
+	// an error.
+	ErrStop = errors.New("stop reading")
+	// errGap is a gap in a read's consumer sequence.
+	errGap = errors.New("messages missed")
+	// errRestart asks a following read to recreate its consumer.
+	errRestart = errors.New("consumer lost")
+)
+
+// OrderedRead is one in-order read of a stream.
+type OrderedRead struct {
+	// Label names what is read in errors: `stream "ORDERS"`, `bucket "cfg"`.
+	Label string
+	// Consumer holds the filters and where to start; ReadOrdered sets the
+	// rest (no acks, in memory, one replica, instant replay).
+	Consumer jetstream.ConsumerConfig
+	// EndSeq is the last stream sequence a bounded read reads.
+	EndSeq uint64
+	// Follow keeps reading new messages until ctx ends or the callback
+	// stops it.
+	Follow bool
+	// Match, if set, filters subjects in the client.
+	Match func(subject string) bool
+}
+
+// StoredMsg is a message as the stream stores it. The callback must not
+// keep the *StoredMsg; Header and Data are the received message's own and
+// may be kept.
+type StoredMsg struct {
+	Subject string
+	Seq     uint64
+	Time    time.Time
+	Header  nats.Header
+	Data    []byte
+}
+
+// ReadOrdered delivers the messages of r's consumer in stream order to fn:
+// up to r.EndSeq or the stream's end, or, following, until ctx ends or fn
+// returns ErrStop or an error.
+func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, r OrderedRead, fn func(*StoredMsg) error) error {
+	p := &r
+	p.Consumer.AckPolicy = jetstream.AckNonePolicy
+	p.Consumer.MemoryStorage = true
+	p.Consumer.Replicas = 1
+	p.Consumer.InactiveThreshold = time.Minute
+	p.Consumer.ReplayPolicy = jetstream.ReplayInstantPolicy
+	// A bounded read of each subject's last message cannot resume from a
+	// sequence (it would read older messages of subjects not yet seen): a
+	// gap there fails the read. A following one resumes anyway, as nats.go's
+	// ordered consumer does: it then also shows those older messages.
+	restarts := pullRestarts
+	if p.Consumer.DeliverPolicy == jetstream.DeliverLastPerSubjectPolicy && !p.Follow {
+		restarts = 0
+	}
+	var last uint64
+	pause := followRetryMin
+	for i := 0; ; i++ {
+		if last > 0 {
+			p.Consumer.DeliverPolicy, p.Consumer.OptStartSeq, p.Consumer.OptStartTime = jetstream.DeliverByStartSequencePolicy, last+1, nil
+		}
+		before := last
+		err := pullOnce(ctx, js, stream, p, fn, &last)
+		switch {
+		case errors.Is(err, ErrStop):
+			return nil
+		case p.Follow && ctx.Err() == nil && (errors.Is(err, errGap) || errors.Is(err, errRestart) || isTransient(err)):
+			if last != before {
+				pause = followRetryMin
+			}
+			if err := sleepCtx(ctx, pause); err != nil {
+				return err
+			}
+			pause = min(2*pause, followRetryMax)
+			continue
+		case errors.Is(err, errGap) && i < restarts:
+			continue
+		case errors.Is(err, errGap):
+			return fmt.Errorf("%s: reading: the server skipped messages; try again", p.Label)
+		}
+		return err
+	}
+}
+
+// batchFor sizes pull requests by the stream's average message size, so
+// that what is pulled but not yet handled stays near 2 × pullBuffer bytes
+// rather than 8,192 large messages.
+func batchFor(info *jetstream.StreamInfo) int {
+	if info == nil || info.State.Msgs == 0 {
+		return maxPullBatch
+	}
+	avg := max(info.State.Bytes/info.State.Msgs, 1)
+	return int(min(max(pullBuffer/avg, minPullBatch), maxPullBatch))
+}
+
+// isTransient reports whether a following read should try again after err:
+// the connection is coming back, or the server or cluster is not ready yet
+// (timeouts, no responders, API errors of the 5xx kind). A missing stream
+// and a closed connection are not.
+func isTransient(err error) bool {
+	var jsErr jetstream.JetStreamError
+	if errors.As(err, &jsErr) && jsErr.APIError() != nil {
+		return jsErr.APIError().Code >= 500
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// pullOnce is one consumer's part of a read. last is the last stream
+// sequence handed to fn so far.
+func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, p *OrderedRead, fn func(*StoredMsg) error, last *uint64) error {
+	nc := js.Conn()
+	// Listen for reconnects before creating the consumer, so that none is
+	// missed: after one, pull requests may be lost and the consumer gone.
+	reconnected := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(reconnected)
+	cons, err := stream.CreateConsumer(ctx, p.Consumer)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Label, err)
+	}
+	info := cons.CachedInfo()
+	defer func() {
+		// Remove the consumer now rather than at its inactive threshold,
+		// so that it does not linger in listings.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
+		cancel()
+	}()
+	if *last == 0 && p.Consumer.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy {
+		// What the consumer starts after counts as seen: a following read
+		// from now (or from a time) that loses its consumer before its
+		// first message resumes from here, not from a later "now".
+		*last = info.Delivered.Stream
+	}
+	if info.NumPending == 0 && !p.Follow {
+		return nil
+	}
+
+	batch := batchFor(stream.CachedInfo())
+	next := APIPrefix(js.Options()) + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
+	request := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
+		batch, int64(time.Hour), int64(pullHeartbeat))
+	// A plain inbox: one under the connection's response prefix would also
+	// reach the request multiplexer with every message.
+	inbox := nc.NewInbox()
+
+	var (
+		// mu is held while a message is handled; stopped, once set under
+		// it, means fn is never called again.
+		mu       sync.Mutex
+		stopped  bool
+		result   = make(chan error, 1)
+		heard    atomic.Uint64
+		cseq     uint64
+		received int
+	)
+	finish := func(err error) {
+		stopped = true
+		result <- err
+	}
+	pull := func() {
+		if err := nc.PublishRequest(next, inbox, request); err != nil {
+			finish(fmt.Errorf("%s: %w", p.Label, err))
+		}
+	}
+	sub, err := nc.Subscribe(inbox, func(m *nats.Msg) {
+		heard.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if m.Reply == "" {
+			// A status: 100 is an idle heartbeat; 404 and 408 end a pull
+			// with nothing more to give, which a bounded read reaches
+			// only when messages were removed under it, and a following
+			// one when its hour-long pull expires.
+			switch code := statusCode(m); {
+			case code == "100":
+			case (code == "404" || code == "408") && p.Follow:
+				pull()
+			case code == "404" || code == "408":
+				finish(nil)
+			case p.Follow:
+				// 409 Consumer Deleted or Leadership Change, 503 no
+				// responders after a restart: start over.
+				finish(errRestart)
+			default:
+				finish(fmt.Errorf("%s: reading: %s %s", p.Label, code, m.Header.Get("Description")))
+			}
+			return
+		}
+		md, ok := parseAckReply(m.Reply)
+		if !ok {
+			finish(fmt.Errorf("%s: reading: unexpected reply subject %q", p.Label, m.Reply))
+			return
+		}
+		if md.cseq != cseq+1 {
+			finish(errGap)
+			return
+		}
+		cseq = md.cseq
+		if !p.Follow && md.sseq > p.EndSeq {
+			finish(nil)
+			return
+		}
+		*last = md.sseq
+		if p.Match == nil || p.Match(m.Subject) {
+			sm := StoredMsg{Subject: m.Subject, Seq: md.sseq, Time: time.Unix(0, md.ts), Header: m.Header, Data: m.Data}
+			if err := fn(&sm); err != nil {
+				finish(err)
+				return
+			}
+		}
+		if !p.Follow && (md.sseq >= p.EndSeq || md.pending == 0) {
+			finish(nil)
+			return
+		}
+		if received++; received%batch == 0 {
+			pull()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Label, err)
+	}
+	defer func() {
+		_ = sub.Unsubscribe()
+	}()
+	abort := func(err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			// The read ended in the meantime: its result wins.
+			return <-result
+		}
+		stopped = true
+		return err
+	}
+	mu.Lock()
+	for range 2 {
+		if !stopped {
+			pull()
+		}
+	}
+	mu.Unlock()
+	tick := time.NewTicker(pullHeartbeat)
+	defer tick.Stop()
+	seen, quiet := heard.Load(), 0
+	for {
+		select {
+		case err := <-result:
+			return err
+		case <-ctx.Done():
+			return abort(ctx.Err())
+		case <-reconnected:
+			return abort(errGap)
+		case <-tick.C:
+			if n := heard.Load(); n != seen {
+				seen, quiet = n, 0
+				continue
+			}
+			if quiet++; quiet >= 3 {
+				if p.Follow {
+					return abort(errRestart)
+				}
+				return abort(fmt.Errorf("%s: reading: no message from the server in %s", p.Label, 3*pullHeartbeat))
+			}
+		}
+	}
+}
+
+// APIPrefix is the subject prefix of the JetStream API for js: its domain's,
+// its API prefix, or $JS.API.
+func APIPrefix(o jetstream.JetStreamOptions) string {
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		if strings.HasSuffix(o.APIPrefix, ".") {
+			return o.APIPrefix
+		}
+		return o.APIPrefix + "."
+	}
+	return jetstream.DefaultAPIPrefix
+}
+
+// statusCode is the status of a message without a reply, such as an idle
+// heartbeat.
+func statusCode(m *nats.Msg) string {
+	if m.Header == nil {
+		return ""
+	}
+	return m.Header.Get("Status")
+}
+
+// ackMeta is what a JetStream message's reply subject says of it.
+type ackMeta struct {
+	sseq, cseq, pending uint64
+	ts                  int64
+}
+
+// parseAckReply reads a reply subject $JS.ACK.<stream>.<consumer>.<delivered>
+// .<sseq>.<cseq>.<time>.<pending>, or the newer form with a domain and an
+// account hash after $JS.ACK and a random token at the end, without
+// allocating.
+func parseAckReply(reply string) (ackMeta, bool) {
+	var tok [12]string
+	n := 0
+	for s := reply; n < len(tok); {
+		i := strings.IndexByte(s, '.')
+		if i < 0 {
+			tok[n] = s
+			n++
+			break
+		}
+		tok[n], s = s[:i], s[i+1:]
+		n++
+	}
+	if tok[0] != "$JS" || tok[1] != "ACK" {
+		return ackMeta{}, false
+	}
+	var base int
+	switch {
+	case n == 9:
+		base = 4
+	case n >= 11:
+		base = 6
+	default:
+		return ackMeta{}, false
+	}
+	var md ackMeta
+	var ok1, ok2, ok3, ok4 bool
+	md.sseq, ok1 = parseUint(tok[base+1])
+	md.cseq, ok2 = parseUint(tok[base+2])
+	ts, ok3 := parseUint(tok[base+3])
+	md.pending, ok4 = parseUint(tok[base+4])
+	md.ts = int64(ts)
+	return md, ok1 && ok2 && ok3 && ok4
+}
+
+func parseUint(s string) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
