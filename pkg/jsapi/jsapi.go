@@ -1,8 +1,8 @@
 // Package jsapi makes the raw JetStream API requests that nats.go does not
 // offer in the form jetctl needs: coherent message gets on the stream
 // leader (by sequence, next by subject, or by start time), deletes whose
-// "already deleted" is no error, and subject matching. replay and dlq
-// share it.
+// "already deleted" is no error, subject matching, and in-order reads with
+// a pull consumer (ReadOrdered). replay, dlq and kv share it.
 package jsapi
 
 import (
