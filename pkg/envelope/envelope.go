@@ -4,7 +4,6 @@
 package envelope
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
 
 // Message is a message as stored in a stream.
@@ -251,17 +252,11 @@ func (m *Message) genericHeaders() map[string]any {
 // genericData is the payload's field in Generic's object: "data" with the
 // decoded JSON document or the text, or "data_b64".
 func (m *Message) genericData() (string, any) {
-	switch {
-	case json.Valid(m.Data) && len(bytes.TrimSpace(m.Data)) > 0:
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(m.Data))
-		dec.UseNumber()
-		// gojq takes json.Number as it is: big integers stay exact.
-		if dec.Decode(&v) == nil {
-			return "data", v
-		}
-		return "data", string(m.Data)
-	case utf8.Valid(m.Data):
+	// gojq takes json.Number as it is: big integers stay exact.
+	if v, ok := jsonvalue.Decode(m.Data); ok {
+		return "data", v
+	}
+	if utf8.Valid(m.Data) {
 		return "data", string(m.Data)
 	}
 	return "data_b64", base64.StdEncoding.EncodeToString(m.Data)

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
 
 // ChangeOp says what happened at a path.
@@ -152,22 +154,12 @@ func diffLabelled(before, after []byte, names func() (string, string)) []Change 
 	if bytes.Equal(before, after) {
 		return nil
 	}
-	// Most values of a bucket are JSON that the fast decoder reads, and a
-	// document it reads whole is valid JSON: no need to check it first.
-	if bv, err := decodeFast(before); err == nil {
-		if av, err := decodeFast(after); err == nil {
+	if bv, ok := jsonvalue.Decode(before); ok {
+		if av, ok := jsonvalue.Decode(after); ok {
 			return DiffJSON(bv, av)
 		}
 	}
-	bk, ak := KindOf(before), KindOf(after)
-	if bk == KindJSON && ak == KindJSON {
-		bv, err1 := decodeJSON(before)
-		av, err2 := decodeJSON(after)
-		if err1 == nil && err2 == nil {
-			return DiffJSON(bv, av)
-		}
-	}
-	if bk != KindBinary && ak != KindBinary {
+	if KindOf(before) != KindBinary && KindOf(after) != KindBinary {
 		beforeName, afterName := names()
 		return []Change{{
 			Path: ".", Op: ChangeUpdate, Before: string(before), After: string(after),

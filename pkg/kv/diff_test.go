@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
 
 func mustDecode(t *testing.T, s string) any {
 	t.Helper()
-	v, err := decodeJSON([]byte(s))
-	if err != nil {
-		t.Fatalf("decode %s: %v", s, err)
+	v, ok := jsonvalue.Decode([]byte(s))
+	if !ok {
+		t.Fatalf("decode %s: not one JSON document", s)
 	}
 	return v
 }

@@ -23,6 +23,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
 
 // Op is the operation a revision records.
@@ -157,18 +159,10 @@ func (e *Entry) genericValue() (string, any, error) {
 	if e.Op != OpPut {
 		return "", nil, nil
 	}
-	// A value the fast decoder reads whole is JSON: no separate check.
-	if v, err := decodeFast(e.Value); err == nil {
+	if v, ok := jsonvalue.Decode(e.Value); ok {
 		return "value", v, nil
 	}
-	switch KindOf(e.Value) {
-	case KindJSON:
-		v, err := decodeJSON(e.Value)
-		if err != nil {
-			return "", nil, err
-		}
-		return "value", v, nil
-	case KindText:
+	if isText(e.Value) {
 		return "value", string(e.Value), nil
 	}
 	return "value_b64", base64.StdEncoding.EncodeToString(e.Value), nil

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
 
 // AppendJSON appends e's JSON line (MarshalJSON's bytes and a newline) to
@@ -26,7 +28,7 @@ func (e Entry) AppendJSON(buf []byte) ([]byte, error) {
 	buf = strconv.AppendInt(buf, int64(len(e.Value)), 10)
 	if e.Op == OpPut {
 		// Compacting is also the JSON check (as KindOf's): one scan, not two.
-		if mayBeJSON(e.Value) {
+		if jsonvalue.MayBe(e.Value) {
 			mark := len(buf)
 			w := bytes.NewBuffer(append(buf, `,"value":`...))
 			if json.Compact(w, e.Value) == nil {

@@ -1,4 +1,4 @@
-package kv
+package jsonvalue
 
 import (
 	"encoding/json"
@@ -10,10 +10,11 @@ var errSlowPath = errors.New("not on the fast path")
 
 // decodeFast decodes one JSON document into what encoding/json gives with
 // UseNumber (map[string]any, []any, string, json.Number, bool, nil), about
-// three times faster: a bucket diff decodes two documents per changed key.
-// It returns errSlowPath for what it does not handle itself (strings with
-// escapes or bytes outside printable ASCII, malformed input); decodeJSON
-// then uses encoding/json, so that the result is always the same.
+// three times faster: a bucket diff decodes two documents per changed key,
+// a filtered replay one per message. It returns errSlowPath for what it
+// does not handle itself (strings with escapes or bytes outside printable
+// ASCII, malformed input); Decode then uses encoding/json, so that the
+// result is always the same.
 func decodeFast(data []byte) (any, error) {
 	d := fastDecoder{data: data}
 	d.space()
