@@ -31,7 +31,7 @@ type diffFlags struct {
 	since, at, to                          string
 	keys                                   []string
 	against, againstServer, againstContext string
-	exitCode                               bool
+	exitCode, noProgress                   bool
 }
 
 // diffMode is what a `kv diff` compares, checked and typed.
@@ -101,7 +101,9 @@ errors stay 1 (or 2, 3).`,
 			case mode.revisions != nil:
 				differs, err = runRevisionDiff(ctx, f, p, js, mode.revisions)
 			case mode.times != nil:
-				differs, err = runTimeDiff(ctx, f, p, js, mode.times)
+				bar := f.NewProgress(-1, "reading revisions", fl.noProgress)
+				mode.times.Progress = func(n int) { bar.Set(int64(n)) }
+				differs, err = runTimeDiff(ctx, f, p, js, mode.times, bar)
 			default:
 				other := js
 				if mode.other != nil {
@@ -109,7 +111,9 @@ errors stay 1 (or 2, 3).`,
 						return err
 					}
 				}
-				differs, err = runBucketsDiff(ctx, f, p, js, other, mode)
+				bar := f.NewProgress(-1, "reading revisions", fl.noProgress)
+				mode.buckets.Progress = func(n int) { bar.Set(int64(n)) }
+				differs, err = runBucketsDiff(ctx, f, p, js, other, mode, bar)
 			}
 			if err != nil {
 				return err
@@ -131,6 +135,7 @@ errors stay 1 (or 2, 3).`,
 	fs.StringVar(&fl.againstServer, "against-server", "", "with --against: the other bucket is on this server")
 	fs.StringVar(&fl.againstContext, "against-context", "", "with --against: the other bucket is on this natscli context's server")
 	fs.BoolVar(&fl.exitCode, "exit-code", false, "exit 8 when there are differences, 0 when there are none")
+	fs.BoolVar(&fl.noProgress, "no-progress", false, "with --since, --at or --against: no progress bar on stderr")
 	_ = c.RegisterFlagCompletionFunc("against", f.CompleteBuckets())
 	return c
 }
@@ -293,8 +298,9 @@ func revisionLabel(bucket, key string, e *kv.Entry) string {
 	return label
 }
 
-func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, cfg *kv.TimeDiffConfig) (bool, error) {
+func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, cfg *kv.TimeDiffConfig, bar *factory.Progress) (bool, error) {
 	c, err := kv.CompareTimes(ctx, js, *cfg)
+	bar.Finish()
 	if err != nil {
 		return false, err
 	}
@@ -321,9 +327,10 @@ func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js 
 	return report(ctx, f, p, c, doc, summary)
 }
 
-func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js, other jetstream.JetStream, mode *diffMode) (bool, error) {
+func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js, other jetstream.JetStream, mode *diffMode, bar *factory.Progress) (bool, error) {
 	cfg := mode.buckets
 	c, err := kv.CompareBuckets(ctx, js, other, *cfg)
+	bar.Finish()
 	if err != nil {
 		return false, err
 	}

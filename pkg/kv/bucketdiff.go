@@ -62,6 +62,9 @@ type TimeDiffConfig struct {
 	// ValueBudget bounds the bytes of values kept in memory; zero means
 	// DefaultValueBudget.
 	ValueBudget int64
+	// Progress, if set, hears how many revisions the comparison has read,
+	// now and then while it reads.
+	Progress func(revisions int)
 }
 
 // Comparison is a bucket diff ready to be walked: the keys whose states
@@ -92,7 +95,7 @@ type pair struct {
 // Stats is what the comparison read so far, and for how long.
 func (c *Comparison) Stats() Stats {
 	s := c.stats
-	s.Elapsed = time.Since(c.started)
+	s.Elapsed, s.onRead = time.Since(c.started), nil
 	return s
 }
 
@@ -306,6 +309,7 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 	budget := valueBudget(cfg.ValueBudget)
 	side := state{b: b, budget: &budget}
 	c := &Comparison{ls: side, rs: side, started: started}
+	c.stats.onRead = cfg.Progress
 
 	// right holds the keys written in [From, To) with their state at To;
 	// every other key is the same at both times. mayHaveExisted marks keys
@@ -381,6 +385,8 @@ type BucketsDiffConfig struct {
 	// Keys are key patterns; none means every key.
 	Keys        []string
 	ValueBudget int64
+	// Progress is as TimeDiffConfig's.
+	Progress func(revisions int)
 }
 
 // DiffBuckets compares the current states of two buckets: see
@@ -410,6 +416,7 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 	}
 	budget := valueBudget(cfg.ValueBudget)
 	c := &Comparison{ls: state{b: lb, budget: &budget}, rs: state{b: rb, budget: &budget}, started: started}
+	c.stats.onRead = cfg.Progress
 
 	left := map[string]*record{}
 	spec := scanSpec{patterns: cfg.Keys, deliver: jetstream.DeliverLastPerSubjectPolicy}

@@ -206,11 +206,20 @@ type Stats struct {
 	Messages int
 	Bytes    int64
 	Elapsed  time.Duration
+	// onRead, if set, hears the count of revisions read every
+	// progressEvery of them.
+	onRead func(messages int)
 }
+
+// progressEvery is how often a bucket diff reports the revisions it read.
+const progressEvery = 4096
 
 func (s *Stats) add(e Entry) {
 	s.Messages++
 	s.Bytes += int64(len(e.Value))
+	if s.onRead != nil && s.Messages%progressEvery == 0 {
+		s.onRead(s.Messages)
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -195,8 +195,8 @@ func ctx() (context.Context, context.CancelFunc) {
 // pub [-n N] [-H Name:Value]... [-x HEX] SUBJECT [PAYLOAD]
 //
 // Publishes N (default 1) messages through JetStream and waits for every
-// acknowledgement. {i} in the payload becomes the message's number, from 1;
-// -x gives a binary payload in hex instead.
+// acknowledgement. {i} in the subject or payload becomes the message's
+// number, from 1; -x gives a binary payload in hex instead.
 func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! pub")
@@ -241,7 +241,8 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 		if hexPayload != nil {
 			data = hexPayload
 		}
-		msg := &nats.Msg{Subject: args[0], Header: hdr, Data: data}
+		subject := strings.ReplaceAll(args[0], "{i}", strconv.Itoa(i))
+		msg := &nats.Msg{Subject: subject, Header: hdr, Data: data}
 		f, err := js.PublishMsgAsync(msg)
 		ts.Check(err)
 		futures = append(futures, f)
