@@ -32,9 +32,10 @@ const (
 	// hears nothing for three of them starts over (following) or fails
 	// (bounded).
 	pullHeartbeat = 5 * time.Second
-	// pullRestarts bounds how often a bounded read recreates its
-	// consumer; a following one keeps trying, pausing between attempts
-	// from followRetryMin up to followRetryMax.
+	// pullRestarts bounds how often a bounded read recreates its consumer
+	// after a gap, a reconnect or a transient error; a following one keeps
+	// trying. Both pause between attempts, from followRetryMin doubling up
+	// to followRetryMax.
 	pullRestarts   = 5
 	followRetryMin = 100 * time.Millisecond
 	followRetryMax = 5 * time.Second
@@ -103,10 +104,11 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		}
 		before := last
 		err := pullOnce(ctx, js, stream, p, fn, &last)
+		retry := errors.Is(err, errGap) || errors.Is(err, errRestart) || isTransient(err)
 		switch {
 		case errors.Is(err, ErrStop):
 			return nil
-		case p.Follow && ctx.Err() == nil && (errors.Is(err, errGap) || errors.Is(err, errRestart) || isTransient(err)):
+		case retry && ctx.Err() == nil && (p.Follow || i < restarts):
 			if last != before {
 				pause = followRetryMin
 			}
@@ -114,8 +116,6 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 				return err
 			}
 			pause = min(2*pause, followRetryMax)
-			continue
-		case errors.Is(err, errGap) && i < restarts:
 			continue
 		case errors.Is(err, errGap):
 			return fmt.Errorf("%s: reading: the server skipped messages; try again", p.Label)
