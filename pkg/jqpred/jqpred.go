@@ -64,7 +64,7 @@ func Compile(q *gojq.Query) *Predicate {
 	p := &Predicate{}
 	// select(c) yields its input, an object, when c is true and nothing
 	// otherwise: as the whole filter (not inside one), the same as c.
-	for q != nil && q.Term != nil && isCall(q.Term, "select", 1) {
+	for q != nil && q.Term != nil && q.Meta == nil && len(q.Imports) == 0 && len(q.FuncDefs) == 0 && isCall(q.Term, "select", 1) {
 		q = q.Term.Func.Args[0]
 	}
 	root, ok := p.query(q)

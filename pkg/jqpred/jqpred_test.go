@@ -76,6 +76,7 @@ func TestCompileSubset(t *testing.T) {
 		`.a.b1.b2.b3 and .c1 and .c2 and .c3 and .c4 and .c5 and .c6 and .c7 and .c8`,
 		`.a == [1]`, `.a == {}`, `select(.a; .b)`, `select(.a) | not`, `select(.a) and .b`, `if .a then 1 else 2 end`,
 		`try .a`, `.a // 1`, `$__loc__`, `.a[.b]`, `(.a).b`,
+		`def select(f): true; select(.a == 1)`, `def not: true; .a | not`,
 	} {
 		if Parse(expr) != nil {
 			t.Errorf("%s: compiled, want gojq", expr)
