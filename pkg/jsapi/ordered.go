@@ -119,6 +119,8 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 			continue
 		case errors.Is(err, errGap):
 			return fmt.Errorf("%s: reading: the server skipped messages; try again", p.Label)
+		case errors.Is(err, errRestart):
+			return fmt.Errorf("%s: reading: the consumer went away; try again", p.Label)
 		}
 		return err
 	}
@@ -234,7 +236,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 				pull()
 			case code == "404" || code == "408":
 				finish(nil)
-			case p.Follow:
+			case code == "409" || code == "503" || p.Follow:
 				// 409 Consumer Deleted or Leadership Change, 503 no
 				// responders after a restart: start over.
 				finish(errRestart)
