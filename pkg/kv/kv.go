@@ -85,7 +85,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		case KindJSON:
 			j.Value = json.RawMessage(e.Value)
 		case KindText:
-			s, err := json.Marshal(string(e.Value))
+			s, err := textJSON(e.Value)
 			if err != nil {
 				return nil, err
 			}

@@ -38,8 +38,7 @@ func (e Entry) AppendJSON(buf []byte) ([]byte, error) {
 		}
 		switch KindOf(e.Value) {
 		case KindText:
-			// As MarshalJSON does: json.Marshal, which escapes <, > and &.
-			s, err := json.Marshal(string(e.Value))
+			s, err := textJSON(e.Value)
 			if err != nil {
 				return nil, err
 			}
@@ -51,4 +50,16 @@ func (e Entry) AppendJSON(buf []byte) ([]byte, error) {
 		}
 	}
 	return append(buf, "}\n"...), nil
+}
+
+// textJSON is a text value as a JSON string, with <, > and & as they are,
+// as -o json and replay's lines write them.
+func textJSON(value []byte) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(string(value)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -44,3 +44,15 @@ func BenchmarkAppendJSON(b *testing.B) {
 		buf, _ = e.AppendJSON(buf[:0])
 	}
 }
+
+// Text values keep <, > and & as they are, as every other JSON output does.
+func TestTextValuesKeepHTMLCharacters(t *testing.T) {
+	e := Entry{Bucket: "cfg", Key: "k", Revision: 1, Op: OpPut, Value: []byte("a <b> & c")}
+	line, err := e.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(line, []byte(`"value":"a <b> & c"`)) {
+		t.Errorf("line %s", line)
+	}
+}
