@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -65,7 +66,15 @@ else to stderr. Exit codes are the same for every command: see
 			return &exitcode.Error{Code: exitcode.Usage, Err: errors.New(msg)}
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return f.Validate()
+			if err := f.Validate(); err != nil {
+				return err
+			}
+			if f.Verbose || f.Trace {
+				// pkg/ logs what it does at debug level on the default
+				// logger, which otherwise drops it.
+				slog.SetDefault(f.Logger())
+			}
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()

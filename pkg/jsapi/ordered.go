@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,8 +48,10 @@ var (
 	ErrStop = errors.New("stop reading")
 	// errGap is a gap in a read's consumer sequence.
 	errGap = errors.New("messages missed")
-	// errRestart asks a following read to recreate its consumer.
+	// errRestart asks a read to recreate its consumer.
 	errRestart = errors.New("consumer lost")
+	// errReconnected is a reconnect, after which pulls may be lost.
+	errReconnected = errors.New("reconnected")
 )
 
 // OrderedRead is one in-order read of a stream.
@@ -104,11 +107,12 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		}
 		before := last
 		err := pullOnce(ctx, js, stream, p, fn, &last)
-		retry := errors.Is(err, errGap) || errors.Is(err, errRestart) || isTransient(err)
+		retry := errors.Is(err, errGap) || errors.Is(err, errRestart) || errors.Is(err, errReconnected) || isTransient(err)
 		switch {
 		case errors.Is(err, ErrStop):
 			return nil
 		case retry && ctx.Err() == nil && (p.Follow || i < restarts):
+			slog.Debug("reading: starting a new consumer", "of", p.Label, "after_seq", last, "in", pause, "because", err)
 			if last != before {
 				pause = followRetryMin
 			}
@@ -119,7 +123,7 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 			continue
 		case errors.Is(err, errGap):
 			return fmt.Errorf("%s: reading: the server skipped messages; try again", p.Label)
-		case errors.Is(err, errRestart):
+		case errors.Is(err, errRestart), errors.Is(err, errReconnected):
 			return fmt.Errorf("%s: reading: the consumer went away; try again", p.Label)
 		}
 		return err
@@ -192,6 +196,8 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	}
 
 	batch := batchFor(stream.CachedInfo())
+	slog.Debug("reading with a pull consumer", "of", p.Label, "consumer", info.Name,
+		"after_seq", *last, "pending", info.NumPending, "batch", batch, "follow", p.Follow)
 	next := APIPrefix(js.Options()) + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
 	request := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
 		batch, int64(time.Hour), int64(pullHeartbeat))
@@ -308,7 +314,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		case <-ctx.Done():
 			return abort(ctx.Err())
 		case <-reconnected:
-			return abort(errGap)
+			return abort(errReconnected)
 		case <-tick.C:
 			if n := heard.Load(); n != seen {
 				seen, quiet = n, 0

@@ -6,6 +6,7 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -192,16 +193,17 @@ func ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
-// pub [-n N] [-H Name:Value]... [-x HEX] SUBJECT [PAYLOAD]
+// pub [-n N] [-H Name:Value]... [-x HEX] [-s BYTES] SUBJECT [PAYLOAD]
 //
 // Publishes N (default 1) messages through JetStream and waits for every
 // acknowledgement. {i} in the subject or payload becomes the message's
-// number, from 1; -x gives a binary payload in hex instead.
+// number, from 1; -x gives a binary payload in hex instead; -s pads each
+// payload with dots to BYTES.
 func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! pub")
 	}
-	n := 1
+	n, size := 1, 0
 	hdr := nats.Header{}
 	var hexPayload []byte
 	for len(args) > 1 && strings.HasPrefix(args[0], "-") {
@@ -210,6 +212,10 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 			v, err := strconv.Atoi(args[1])
 			ts.Check(err)
 			n = v
+		case "-s":
+			v, err := strconv.Atoi(args[1])
+			ts.Check(err)
+			size = v
 		case "-x":
 			raw, err := hex.DecodeString(args[1])
 			ts.Check(err)
@@ -226,7 +232,7 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 		args = args[2:]
 	}
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: pub [-n N] [-H Name:Value]... SUBJECT [PAYLOAD]")
+		ts.Fatalf("usage: pub [-n N] [-H Name:Value]... [-x HEX] [-s BYTES] SUBJECT [PAYLOAD]")
 	}
 	payload := ""
 	if len(args) == 2 {
@@ -240,6 +246,9 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 		data := []byte(strings.ReplaceAll(payload, "{i}", strconv.Itoa(i)))
 		if hexPayload != nil {
 			data = hexPayload
+		}
+		if len(data) < size {
+			data = append(data, bytes.Repeat([]byte("."), size-len(data))...)
 		}
 		subject := strings.ReplaceAll(args[0], "{i}", strconv.Itoa(i))
 		msg := &nats.Msg{Subject: subject, Header: hdr, Data: data}
