@@ -29,10 +29,6 @@ const (
 	maxPullBatch = 4096
 	minPullBatch = 16
 	pullBuffer   = 8 << 20
-	// pullHeartbeat is the idle heartbeat asked of the server; a read that
-	// hears nothing for three of them starts over (following) or fails
-	// (bounded).
-	pullHeartbeat = 5 * time.Second
 	// pullRestarts bounds how often a bounded read recreates its consumer
 	// after a gap, a reconnect or a transient error; a following one keeps
 	// trying. Both pause between attempts, from followRetryMin doubling up
@@ -41,6 +37,12 @@ const (
 	followRetryMin = 100 * time.Millisecond
 	followRetryMax = 5 * time.Second
 )
+
+// pullHeartbeat is the idle heartbeat asked of the server; a read that
+// hears nothing for three of them while it waits for the server starts
+// over (following) or fails (bounded). A variable so that tests can
+// shorten it.
+var pullHeartbeat = 5 * time.Second
 
 var (
 	// ErrStop, returned by a ReadOrdered callback, ends the read without
@@ -208,10 +210,13 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	var (
 		// mu is held while a message is handled; stopped, once set under
 		// it, means fn is never called again.
-		mu       sync.Mutex
-		stopped  bool
-		result   = make(chan error, 1)
-		heard    atomic.Uint64
+		mu      sync.Mutex
+		stopped bool
+		result  = make(chan error, 1)
+		heard   atomic.Uint64
+		// busy is set while a message is handled: a callback that
+		// takes long (a stalled pipe downstream) is not a silent server.
+		busy     atomic.Bool
 		cseq     uint64
 		received int
 	)
@@ -226,6 +231,8 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	}
 	sub, err := nc.Subscribe(inbox, func(m *nats.Msg) {
 		heard.Add(1)
+		busy.Store(true)
+		defer busy.Store(false)
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
@@ -316,7 +323,9 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		case <-reconnected:
 			return abort(errReconnected)
 		case <-tick.C:
-			if n := heard.Load(); n != seen {
+			// Silence counts only while nothing waits to be handled.
+			pending, _, _ := sub.Pending()
+			if n := heard.Load(); n != seen || busy.Load() || pending > 0 {
 				seen, quiet = n, 0
 				continue
 			}

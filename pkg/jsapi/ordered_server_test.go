@@ -14,10 +14,10 @@ import (
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
-// A read whose consumer is deleted under it, bounded or following, starts
-// a new one after the last message it delivered: every message once, in
-// order.
-func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
+// startStream starts a server with a stream ORDERS holding n messages of
+// size bytes each.
+func startStream(t *testing.T, n, size int) (jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
 	c, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -38,10 +38,7 @@ func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 64 KiB messages: pulls of 128, so that the consumer is still
-	// delivering when it is deleted.
-	const n = 1000
-	payload := make([]byte, 64<<10)
+	payload := make([]byte, size)
 	for i := 1; i <= n; i++ {
 		if _, err := js.PublishAsync("orders.created", payload); err != nil {
 			t.Fatal(err)
@@ -51,6 +48,53 @@ func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
 	if _, err := s.Info(ctx); err != nil { // refresh the cached state
 		t.Fatal(err)
 	}
+	return js, s
+}
+
+// A callback that is slow (a downstream pipe that stalls) is not the server
+// falling silent: the read neither fails nor starts over.
+func TestReadOrderedSlowCallbackIsNotSilence(t *testing.T) {
+	defer jsapi.SetPullHeartbeat(100 * time.Millisecond)()
+	js, s := startStream(t, 300, 64<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, follow := range []bool{false, true} {
+		var got []uint64
+		r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 300, Follow: follow}
+		err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+			got = append(got, m.Seq)
+			if len(got) == 10 || len(got) == 200 {
+				time.Sleep(500 * time.Millisecond) // five heartbeats
+			}
+			if len(got) == 300 {
+				return jsapi.ErrStop
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("follow=%v: %v", follow, err)
+		}
+		for i, seq := range got {
+			if seq != uint64(i+1) {
+				t.Fatalf("follow=%v: message %d has sequence %d", follow, i+1, seq)
+			}
+		}
+		if len(got) != 300 {
+			t.Fatalf("follow=%v: %d messages", follow, len(got))
+		}
+	}
+}
+
+// A read whose consumer is deleted under it, bounded or following, starts
+// a new one after the last message it delivered: every message once, in
+// order.
+func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
+	// 64 KiB messages: pulls of 128, so that the consumer is still
+	// delivering when it is deleted.
+	const n = 1000
+	js, s := startStream(t, n, 64<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 
 	for _, follow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("follow=%v", follow), func(t *testing.T) {
