@@ -143,6 +143,15 @@ func batchFor(info *jetstream.StreamInfo) int {
 	return int(min(max(pullBuffer/avg, minPullBatch), maxPullBatch))
 }
 
+// nothingPending asks the server whether the consumer has anything left to
+// deliver; no answer counts as "something".
+func nothingPending(ctx context.Context, cons jetstream.Consumer) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	return err == nil && info.NumPending == 0
+}
+
 // isTransient reports whether a following read should try again after err:
 // the connection is coming back, or the server or cluster is not ready yet
 // (timeouts, no responders, API errors of the 5xx kind). A missing stream
@@ -244,6 +253,14 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 			// only when messages were removed under it, and a following
 			// one when its hour-long pull expires.
 			switch code := statusCode(m); {
+			case code == "100" && !p.Follow:
+				// The server had nothing to send for a heartbeat: a
+				// bounded read whose last messages were removed (expired,
+				// purged) under it is done, rather than waiting an hour
+				// for its pull to expire.
+				if nothingPending(ctx, cons) {
+					finish(nil)
+				}
 			case code == "100":
 			case (code == "404" || code == "408") && p.Follow:
 				pull()

@@ -141,3 +141,33 @@ func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
 		})
 	}
 }
+
+// A bounded read whose remaining messages are removed under it (a purge, an
+// expiry) ends once the server has nothing left for it, instead of waiting
+// for its hour-long pull to expire.
+func TestReadOrderedEndsWhenMessagesVanish(t *testing.T) {
+	defer jsapi.SetPullHeartbeat(100 * time.Millisecond)()
+	js, s := startStream(t, 1000, 64<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := 0
+	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 1000}
+	start := time.Now()
+	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+		if got++; got == 10 {
+			if err := s.Purge(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got >= 1000 || got < 10 {
+		t.Errorf("read %d messages of 1,000, 990 of them purged after the 10th", got)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the read took %s to notice", d)
+	}
+}
