@@ -9,3 +9,11 @@ func SetPullHeartbeat(d time.Duration) (restore func()) {
 	pullHeartbeat = d
 	return func() { pullHeartbeat = old }
 }
+
+// SetPullBuffer sets the bytes a pull request asks for, for a test, and
+// returns a function that puts it back.
+func SetPullBuffer(n uint64) (restore func()) {
+	old := pullBuffer
+	pullBuffer = n
+	return func() { pullBuffer = old }
+}

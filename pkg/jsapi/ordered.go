@@ -24,11 +24,10 @@ import (
 // sequence seen.
 const (
 	// maxPullBatch is the size of one pull request of small messages; two
-	// are outstanding. pullBuffer bounds the bytes a request asks for:
-	// streams of large messages pull fewer at a time (see batchFor).
+	// are outstanding. Streams of large messages pull fewer at a time (see
+	// batchFor and pullBuffer).
 	maxPullBatch = 4096
 	minPullBatch = 16
-	pullBuffer   = 8 << 20
 	// pullRestarts bounds how often a bounded read recreates its consumer
 	// after a gap, a reconnect or a transient error; a following one keeps
 	// trying. Both pause between attempts, from followRetryMin doubling up
@@ -37,6 +36,10 @@ const (
 	followRetryMin = 100 * time.Millisecond
 	followRetryMax = 5 * time.Second
 )
+
+// pullBuffer bounds the bytes a pull request asks for. A variable so that
+// tests can shrink it.
+var pullBuffer uint64 = 8 << 20
 
 // pullHeartbeat is the idle heartbeat asked of the server; a read that
 // hears nothing for three of them while it waits for the server starts
@@ -93,22 +96,28 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 	p.Consumer.Replicas = 1
 	p.Consumer.InactiveThreshold = time.Minute
 	p.Consumer.ReplayPolicy = jetstream.ReplayInstantPolicy
-	// A bounded read of each subject's last message cannot resume from a
-	// sequence (it would read older messages of subjects not yet seen): a
-	// gap there fails the read. A following one resumes anyway, as nats.go's
-	// ordered consumer does: it then also shows those older messages.
+	// A bounded read of each subject's last message cannot resume: the
+	// subjects written since would show their new last messages, not the
+	// ones of the state it started to read. A following one resumes with
+	// the last messages it has not handed over yet (see cursor), then, once
+	// it has them all, from the sequence after the last one.
+	lastPerSubject := p.Consumer.DeliverPolicy == jetstream.DeliverLastPerSubjectPolicy
 	restarts := pullRestarts
-	if p.Consumer.DeliverPolicy == jetstream.DeliverLastPerSubjectPolicy && !p.Follow {
+	if lastPerSubject && !p.Follow {
 		restarts = 0
 	}
-	var last uint64
+	var cur cursor
 	pause := followRetryMin
 	for i := 0; ; i++ {
-		if last > 0 {
-			p.Consumer.DeliverPolicy, p.Consumer.OptStartSeq, p.Consumer.OptStartTime = jetstream.DeliverByStartSequencePolicy, last+1, nil
+		switch {
+		case lastPerSubject && !cur.caughtUp:
+			cur.skipThrough = cur.last
+		case cur.last > 0:
+			p.Consumer.DeliverPolicy, p.Consumer.OptStartSeq, p.Consumer.OptStartTime = jetstream.DeliverByStartSequencePolicy, cur.last+1, nil
 		}
-		before := last
-		err := pullOnce(ctx, js, stream, p, fn, &last)
+		before := cur.last
+		err := pullOnce(ctx, js, stream, p, fn, &cur)
+		last := cur.last
 		retry := errors.Is(err, errGap) || errors.Is(err, errRestart) || errors.Is(err, errReconnected) || isTransient(err)
 		switch {
 		case errors.Is(err, ErrStop):
@@ -176,9 +185,19 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// pullOnce is one consumer's part of a read. last is the last stream
-// sequence handed to fn so far.
-func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, p *OrderedRead, fn func(*StoredMsg) error, last *uint64) error {
+// cursor is where a read is, across the consumers it creates.
+type cursor struct {
+	// last is the last stream sequence handed over (or filtered out).
+	last uint64
+	// caughtUp is set once a read of each subject's last message has had
+	// them all; until then a new consumer starts over with the last
+	// messages and skips those up to skipThrough, handed over before.
+	caughtUp    bool
+	skipThrough uint64
+}
+
+// pullOnce is one consumer's part of a read.
+func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, p *OrderedRead, fn func(*StoredMsg) error, cur *cursor) error {
 	nc := js.Conn()
 	// Listen for reconnects before creating the consumer, so that none is
 	// missed: after one, pull requests may be lost and the consumer gone.
@@ -196,11 +215,14 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
 		cancel()
 	}()
-	if *last == 0 && p.Consumer.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy {
+	if cur.last == 0 && p.Consumer.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy {
 		// What the consumer starts after counts as seen: a following read
 		// from now (or from a time) that loses its consumer before its
 		// first message resumes from here, not from a later "now".
-		*last = info.Delivered.Stream
+		cur.last = info.Delivered.Stream
+	}
+	if info.NumPending == 0 {
+		cur.caughtUp = true
 	}
 	if info.NumPending == 0 && !p.Follow {
 		return nil
@@ -208,7 +230,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 
 	batch := batchFor(stream.CachedInfo())
 	slog.Debug("reading with a pull consumer", "of", p.Label, "consumer", info.Name,
-		"after_seq", *last, "pending", info.NumPending, "batch", batch, "follow", p.Follow)
+		"after_seq", cur.last, "pending", info.NumPending, "batch", batch, "follow", p.Follow)
 	next := APIPrefix(js.Options()) + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
 	request := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
 		batch, int64(time.Hour), int64(pullHeartbeat))
@@ -289,8 +311,16 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 			finish(nil)
 			return
 		}
-		*last = md.sseq
-		if p.Match == nil || p.Match(m.Subject) {
+		if md.pending == 0 {
+			cur.caughtUp = true
+		}
+		// A message up to skipThrough was handed over by an earlier
+		// consumer of this read.
+		skip := md.sseq <= cur.skipThrough
+		if !skip {
+			cur.last = md.sseq
+		}
+		if !skip && (p.Match == nil || p.Match(m.Subject)) {
 			sm := StoredMsg{Subject: m.Subject, Seq: md.sseq, Time: time.Unix(0, md.ts), Header: m.Header, Data: m.Data}
 			if err := fn(&sm); err != nil {
 				finish(err)

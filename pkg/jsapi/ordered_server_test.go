@@ -171,3 +171,70 @@ func TestReadOrderedEndsWhenMessagesVanish(t *testing.T) {
 		t.Errorf("the read took %s to notice", d)
 	}
 }
+
+// A following read of each subject's last message, then of new ones (what
+// kv tail does by default), that loses its consumer before it has every
+// last message, resumes with the last messages it has not handed over yet:
+// no older message of a subject appears, and none twice.
+func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
+	// Pulls of 16: most last messages are still on the server when the
+	// consumer goes.
+	defer jsapi.SetPullBuffer(1)()
+	js, s := startStream(t, 0, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// 500 subjects, then new values for the odd ones: the even ones' last
+	// messages come before the odd ones' old ones in the stream.
+	publish := func(subject, value string) {
+		m := nats.NewMsg(subject)
+		m.Header.Set("Value", value)
+		if _, err := js.PublishMsgAsync(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 500; i++ {
+		publish(fmt.Sprintf("orders.%d", i), "old")
+	}
+	for i := 1; i <= 500; i += 2 {
+		publish(fmt.Sprintf("orders.%d", i), "new")
+	}
+	<-js.PublishAsyncComplete()
+	if _, err := s.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubjects: []string{"orders.>"}}, Follow: true}
+	var deleted int
+	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+		if v, dup := seen[m.Subject]; dup {
+			return fmt.Errorf("%s twice (%s, then %s at %d)", m.Subject, v, m.Header.Get("Value"), m.Seq)
+		}
+		seen[m.Subject] = m.Header.Get("Value")
+		if len(seen) == 100 {
+			for name := range s.ConsumerNames(ctx).Name() {
+				if s.DeleteConsumer(ctx, name) == nil {
+					deleted++
+				}
+			}
+		}
+		if len(seen) == 500 {
+			return jsapi.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted == 0 {
+		t.Fatal("no consumer deleted")
+	}
+	for i := 1; i <= 500; i++ {
+		want := "old"
+		if i%2 == 1 {
+			want = "new"
+		}
+		if got := seen[fmt.Sprintf("orders.%d", i)]; got != want {
+			t.Errorf("orders.%d: %q, want %q", i, got, want)
+		}
+	}
+}
