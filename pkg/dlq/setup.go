@@ -60,14 +60,9 @@ type SetupResult struct {
 // changes nothing, except to capture the advisories of consumers named
 // for the first time.
 func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*SetupResult, error) {
-	src, err := js.Stream(ctx, cfg.Stream)
+	src, err := sourceStream(ctx, js, cfg.Stream, cfg.Consumers)
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
-	}
-	for _, c := range cfg.Consumers {
-		if _, err := src.Consumer(ctx, c); err != nil {
-			return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, c, err)
-		}
+		return nil, err
 	}
 	replicas := cfg.Replicas
 	if replicas <= 0 {
@@ -265,4 +260,19 @@ func Resolve(ctx context.Context, js jetstream.JetStream, stream string) (Names,
 		return n, fmt.Errorf("stream %q: %w", n.DLQ, err)
 	}
 	return n, nil
+}
+
+// sourceStream looks the source stream up and checks that the named
+// consumers exist on it.
+func sourceStream(ctx context.Context, js jetstream.JetStream, stream string, consumers []string) (jetstream.Stream, error) {
+	src, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	for _, c := range consumers {
+		if _, err := src.Consumer(ctx, c); err != nil {
+			return nil, fmt.Errorf("stream %q: consumer %q: %w", stream, c, err)
+		}
+	}
+	return src, nil
 }

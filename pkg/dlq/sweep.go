@@ -134,14 +134,9 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*Sweep
 	if err != nil {
 		return nil, err
 	}
-	src, err := js.Stream(ctx, cfg.Stream)
+	src, err := sourceStream(ctx, js, cfg.Stream, cfg.Consumers)
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
-	}
-	for _, c := range cfg.Consumers {
-		if _, err := src.Consumer(ctx, c); err != nil {
-			return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, c, err)
-		}
+		return nil, err
 	}
 	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now()}
 	s.sum = SweepSummary{Stream: cfg.Stream, DLQStream: n.DLQ, Retention: s.retention.String()}
@@ -544,17 +539,9 @@ func (s *sweeper) consumerInfos(ctx context.Context) map[string]*jetstream.Consu
 func consumerWants(ci *jetstream.ConsumerInfo, subject string) bool {
 	filters := ci.Config.FilterSubjects
 	if ci.Config.FilterSubject != "" {
-		filters = append(filters, ci.Config.FilterSubject)
+		filters = append(slices.Clip(filters), ci.Config.FilterSubject)
 	}
-	if len(filters) == 0 {
-		return true
-	}
-	for _, f := range filters {
-		if jsapi.SubjectMatches(f, subject) {
-			return true
-		}
-	}
-	return false
+	return jsapi.SubjectMatchesAny(filters, subject)
 }
 
 func (s *sweeper) count(r Record) {

@@ -162,3 +162,17 @@ func SubjectMatches(filter, subject string) bool {
 	}
 	return len(ft) == len(st)
 }
+
+// SubjectMatchesAny reports whether subject matches one of filters; no
+// filters match everything.
+func SubjectMatchesAny(filters []string, subject string) bool {
+	if len(filters) == 0 {
+		return true
+	}
+	for _, f := range filters {
+		if SubjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}

@@ -22,3 +22,15 @@ func TestSubjectMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestSubjectMatchesAny(t *testing.T) {
+	if !SubjectMatchesAny(nil, "anything") {
+		t.Error("no filters should match everything")
+	}
+	if !SubjectMatchesAny([]string{"orders.paid", "orders.*"}, "orders.created") {
+		t.Error("the second filter matches")
+	}
+	if SubjectMatchesAny([]string{"orders.paid", "returns.>"}, "orders.created") {
+		t.Error("no filter matches")
+	}
+}

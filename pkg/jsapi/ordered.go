@@ -127,7 +127,7 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 			if last != before {
 				pause = followRetryMin
 			}
-			if err := sleepCtx(ctx, pause); err != nil {
+			if err := Sleep(ctx, pause); err != nil {
 				return err
 			}
 			pause = min(2*pause, followRetryMax)
@@ -174,7 +174,8 @@ func isTransient(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits for d, or until ctx ends with ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

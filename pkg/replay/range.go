@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // ReaderKind names how messages are read.
@@ -192,17 +190,4 @@ func nthLast(ctx context.Context, js jetstream.JetStream, api *api, info *jetstr
 		}
 	}
 	return lo, nil
-}
-
-// subjectMatches reports whether subject matches any of the filters.
-func subjectMatches(filters []string, subject string) bool {
-	if len(filters) == 0 {
-		return true
-	}
-	for _, f := range filters {
-		if jsapi.SubjectMatches(f, subject) {
-			return true
-		}
-	}
-	return false
 }

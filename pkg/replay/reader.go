@@ -98,7 +98,7 @@ func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit)
 					return false, nil
 				}
 				next = m.Seq + 1
-				if subjectMatches(r.Subjects, m.Subject) {
+				if jsapi.SubjectMatchesAny(r.Subjects, m.Subject) {
 					if err := emit(m); err != nil {
 						return false, err
 					}
@@ -116,7 +116,7 @@ func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit)
 			if !r.Follow {
 				return nil
 			}
-			if err := sleep(ctx, followPoll); err != nil {
+			if err := jsapi.Sleep(ctx, followPoll); err != nil {
 				return err
 			}
 		}
@@ -136,7 +136,7 @@ func readGet(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) er
 			if !r.Follow {
 				return nil
 			}
-			if err := sleep(ctx, followPoll); err != nil {
+			if err := jsapi.Sleep(ctx, followPoll); err != nil {
 				return err
 			}
 			continue
@@ -148,22 +148,11 @@ func readGet(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) er
 			return nil
 		}
 		next = m.Seq + 1
-		if subjectMatches(r.Subjects, m.Subject) {
+		if jsapi.SubjectMatchesAny(r.Subjects, m.Subject) {
 			if err := emit(m); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

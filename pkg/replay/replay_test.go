@@ -36,29 +36,6 @@ func TestTargetSubject(t *testing.T) {
 	}
 }
 
-func TestMatchSubject(t *testing.T) {
-	tests := []struct {
-		filter, subject string
-		want            bool
-	}{
-		{"orders.*", "orders.created", true},
-		{"orders.*", "orders.created.eu", false},
-		{"orders.>", "orders.created.eu", true},
-		{"orders.>", "orders", false},
-		{"orders.created", "orders.created", true},
-		{"*.created", "orders.created", true},
-		{">", "a", true},
-	}
-	for _, tt := range tests {
-		if got := subjectMatches([]string{tt.filter}, tt.subject); got != tt.want {
-			t.Errorf("matchSubject(%q, %q) = %v", tt.filter, tt.subject, got)
-		}
-	}
-	if !subjectMatches(nil, "anything") {
-		t.Error("no filters should match everything")
-	}
-}
-
 type recordingSink struct {
 	StatsSink
 	seqs []uint64
