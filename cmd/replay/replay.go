@@ -204,7 +204,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if err != nil {
 		return err
 	}
-	filter, err := output.CompilePredicate(o.filter, output.WarnOnce(f.IO.ErrOut))
+	filter, err := MessageFilter(f, o.filter)
 	if err != nil {
 		return err
 	}
@@ -269,11 +269,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		MaxGap:         o.maxGap,
 		CheckpointPath: o.checkpoint,
 		Target:         o.to,
-	}
-	if filter != nil {
-		opts.Filter = func(m *envelope.Message) (bool, error) {
-			return filter.KeepFields(m, func() any { return m.Generic() }), nil
-		}
+		Filter:         filter,
 	}
 	bar := newProgress(f, o, sum)
 	if bar != nil {
@@ -443,4 +439,17 @@ func seqList(seqs []uint64) string {
 		fmt.Fprint(&b, s)
 	}
 	return b.String()
+}
+
+// MessageFilter compiles --filter for stream messages (nil for none): the
+// fields a simple program reads are built alone, anything else runs on
+// the whole message. A failure on a message is one warning, and no match.
+func MessageFilter(f *factory.Factory, expr string) (func(*envelope.Message) (bool, error), error) {
+	pred, err := output.CompilePredicate(expr, output.WarnOnce(f.IO.ErrOut))
+	if pred == nil || err != nil {
+		return nil, err
+	}
+	return func(m *envelope.Message) (bool, error) {
+		return pred.KeepFields(m, func() any { return m.Generic() }), nil
+	}, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
-	"github.com/jetctl/jetctl/cmd/output"
 	cmdreplay "github.com/jetctl/jetctl/cmd/replay"
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/replay"
@@ -74,7 +73,7 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if o.wait < 0 {
 		return exitcode.UsageErrorf("--wait must be positive")
 	}
-	filter, err := output.CompilePredicate(o.filter, output.WarnOnce(f.IO.ErrOut))
+	filter, err := cmdreplay.MessageFilter(f, o.filter)
 	if err != nil {
 		return err
 	}
@@ -122,12 +121,7 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 			cancel(errCountReached)
 		}
 	}}
-	opts := replay.Options{}
-	if filter != nil {
-		opts.Filter = func(m *envelope.Message) (bool, error) {
-			return filter.KeepFields(m, func() any { return m.Generic() }), nil
-		}
-	}
+	opts := replay.Options{Filter: filter}
 	_, err = replay.Run(ctx, replay.StreamSource(js, r), sink, replay.Summary{Stream: stream}, opts)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errCountReached):
