@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/jetctl/jetctl/pkg/embedded"
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
 
 func newFactory(url string) *Factory {
@@ -21,11 +21,7 @@ func newFactory(url string) *Factory {
 // TestCompletionHooks completes names from a real server, and offers
 // nothing, silently, when there is no server.
 func TestCompletionHooks(t *testing.T) {
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := embeddedtest.Start(t)
 	f := newFactory(srv.URL())
 	ctx := context.Background()
 	js, err := f.JetStream(ctx)

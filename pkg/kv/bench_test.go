@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
 
 // benchKeys is the number of keys of the benchmark buckets:
@@ -54,7 +56,7 @@ func publishRevision(b *testing.B, js jetstream.JetStream, bucket string, keys, 
 // worst case), with 1% changed, and `kv diff --against`.
 func BenchmarkBucketDiff(b *testing.B) {
 	keys := benchKeys(b)
-	js := startServer(b, b.TempDir())
+	js := embeddedtest.JetStream(b)
 	ctx := testCtx(b)
 	for _, name := range []string{"bench", "copy"} {
 		if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 5}); err != nil {

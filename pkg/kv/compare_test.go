@@ -6,12 +6,14 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
 
 // A comparison of many changed keys hands them out in key order across the
 // blocks its workers compute, and leaves no consumer behind.
 func TestCompareManyKeysInOrder(t *testing.T) {
-	js := startServer(t, t.TempDir())
+	js := embeddedtest.JetStream(t)
 	ctx := testCtx(t)
 	kv := createBucket(t, js, "big", 3)
 	const n = 3*changedBlock + 17

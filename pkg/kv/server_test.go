@@ -7,32 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/embedded"
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
-
-// startServer starts an embedded JetStream server with its store under
-// dir and returns a JetStream client; both end with the test.
-func startServer(tb testing.TB, dir string) jetstream.JetStream {
-	tb.Helper()
-	c, err := embedded.Start(embedded.Config{StoreDir: dir})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Shutdown)
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return js
-}
 
 func testCtx(tb testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -59,7 +37,7 @@ func put(tb testing.TB, kv jetstream.KeyValue, key, value string) uint64 {
 }
 
 func TestHistoryAndRevisions(t *testing.T) {
-	js := startServer(t, t.TempDir())
+	js := embeddedtest.JetStream(t)
 	ctx := testCtx(t)
 	kv := createBucket(t, js, "cfg", 10)
 	r1 := put(t, kv, "app", `{"replicas":3}`)
@@ -107,7 +85,7 @@ func TestHistoryAndRevisions(t *testing.T) {
 }
 
 func TestDiffTimesAndBuckets(t *testing.T) {
-	js := startServer(t, t.TempDir())
+	js := embeddedtest.JetStream(t)
 	ctx := testCtx(t)
 	kv := createBucket(t, js, "cfg", 5)
 	put(t, kv, "same", `1`)
@@ -165,7 +143,7 @@ func TestDiffTimesAndBuckets(t *testing.T) {
 }
 
 func TestTail(t *testing.T) {
-	js := startServer(t, t.TempDir())
+	js := embeddedtest.JetStream(t)
 	ctx := testCtx(t)
 	kv := createBucket(t, js, "cfg", 5)
 	put(t, kv, "a.x", `1`)
@@ -225,7 +203,7 @@ func TestTail(t *testing.T) {
 // start time, and one filter's first message comes after another's first
 // match (see scan). The diff and the tail must still see every revision.
 func TestStartTimeWithSeveralPatterns(t *testing.T) {
-	js := startServer(t, t.TempDir())
+	js := embeddedtest.JetStream(t)
 	ctx := testCtx(t)
 	kv := createBucket(t, js, "cfg", 5)
 	put(t, kv, "app", `1`)

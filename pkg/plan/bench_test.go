@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
 
 // benchDesired declares streams × consumers, as bench/plan.sh does.
@@ -27,7 +29,7 @@ func benchDesired(streams, consumers int) *Desired {
 // BenchmarkPlan200x5 plans 200 streams × 5 consumers, all in sync, against
 // an embedded server: the list calls and the comparison.
 func BenchmarkPlan200x5(b *testing.B) {
-	js := startServer(b)
+	js := embeddedtest.JetStream(b)
 	ctx := context.Background()
 	desired := benchDesired(200, 5)
 	p, live, err := Make(ctx, js, desired, Options{})
@@ -51,7 +53,7 @@ func BenchmarkPlan200x5(b *testing.B) {
 
 // BenchmarkCompute200x5 is the comparison alone, without the server.
 func BenchmarkCompute200x5(b *testing.B) {
-	js := startServer(b)
+	js := embeddedtest.JetStream(b)
 	ctx := context.Background()
 	desired := benchDesired(200, 5)
 	p, live, err := Make(ctx, js, desired, Options{})

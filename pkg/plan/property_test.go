@@ -7,31 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/embedded"
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
-
-// startServer runs an embedded JetStream server for the test.
-func startServer(t testing.TB) jetstream.JetStream {
-	t.Helper()
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
 
 func pick[T any](r *rand.Rand, vals ...T) T { return vals[r.Intn(len(vals))] }
 
@@ -164,7 +143,7 @@ func TestApplyThenPlanIsEmpty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
-	js := startServer(t)
+	js := embeddedtest.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	seed := time.Now().UnixNano()

@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/embedded"
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
 
 // benchMsgs is the stream size for the read benchmarks; JETCTL_BENCH_MSGS
@@ -28,20 +27,7 @@ func benchMsgs() int {
 // (allow_direct on) and returns a JetStream handle.
 func benchStream(b *testing.B, n int) jetstream.JetStream {
 	b.Helper()
-	srv, err := embedded.Start(embedded.Config{StoreDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
-	if err != nil {
-		b.Fatal(err)
-	}
+	js := embeddedtest.JetStream(b, jetstream.WithPublishAsyncMaxPending(4000))
 	ctx := context.Background()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"bench.>"}, AllowDirect: true}); err != nil {
 		b.Fatal(err)
