@@ -32,13 +32,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The helpers of bench/run: build jetctl, find or install natscli, keep the
 # user's NATS setup out, and run a throwaway server that stops on exit.
-bench_init
-trap stop_server EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-build_jetctl
-ensure_nats
-isolate_env
+bench_setup
 start_server
 OUT=$OUT/dlq
 mkdir -p "$OUT"

@@ -36,6 +36,19 @@ bench_init() {
 	[[ -n ${EPOCHREALTIME:-} ]] || die "bash 5 or later is needed (EPOCHREALTIME), this is $BASH_VERSION"
 }
 
+# bench_setup is the start of every bench script: bench_init, a server
+# stopped on exit (and on SIGINT or SIGTERM), the working tree's jetctl,
+# natscli, and the user's NATS setup kept out.
+bench_setup() {
+	bench_init
+	trap stop_server EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	build_jetctl
+	ensure_nats
+	isolate_env
+}
+
 # build_jetctl builds the working tree's jetctl into $BIN.
 build_jetctl() {
 	note "building jetctl from $ROOT"
