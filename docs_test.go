@@ -57,6 +57,7 @@ var docRules = []docRule{
 	{match: "--to orders.> --to-context dr-cluster", skip: true, why: "PENDING: unquoted > is a shell redirect (replay takes one STREAM, exit 2); quoted it would land on orders.orders.paid: --to '{subject}' (issue 10 item 13)"},
 
 	// Documented exit codes.
+	{is: "jetctl status -s nats://127.0.0.1:4999", exit: 1, why: "the sample of an unreachable server: nothing listens on port 4999"},
 	{is: "jetctl kv diff cfg --since 1h --exit-code", exit: 8, why: "the fixture wrote cfg within the hour: 8 means there are differences"},
 }
 
@@ -208,7 +209,8 @@ var (
 // blocks of a Markdown file: one a line, with lines ending in \ joined to
 // the next and a heredoc's body kept with its command; blank lines and
 // comment lines are left out. In a block that has `$ ` prompts, only the
-// prompted lines are commands (the others are their output).
+// prompted lines are commands (the others are their output); such a block
+// may also be a plain fence, an output sample.
 func shellExamples(file, markdown string) []docExample {
 	var examples []docExample
 	lines := strings.Split(markdown, "\n")
@@ -221,10 +223,14 @@ func shellExamples(file, markdown string) []docExample {
 		start := i + 1
 		for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), fence); i++ {
 		}
-		if lang != "sh" && lang != "bash" && lang != "shell" {
-			continue
+		switch lang {
+		case "sh", "bash", "shell":
+			examples = append(examples, blockCommands(file, start, lines[start:i])...)
+		case "":
+			if hasPrompts(lines[start:i]) {
+				examples = append(examples, blockCommands(file, start, lines[start:i])...)
+			}
 		}
-		examples = append(examples, blockCommands(file, start, lines[start:i])...)
 	}
 	return examples
 }
@@ -232,12 +238,7 @@ func shellExamples(file, markdown string) []docExample {
 // blockCommands splits a shell block whose first line is line start
 // (0-based) of file into commands.
 func blockCommands(file string, start int, block []string) []docExample {
-	prompted := false
-	for _, l := range block {
-		if strings.HasPrefix(strings.TrimSpace(l), "$ ") {
-			prompted = true
-		}
-	}
+	prompted := hasPrompts(block)
 	var examples []docExample
 	for j := 0; j < len(block); j++ {
 		text := strings.TrimSpace(block[j])
@@ -270,6 +271,16 @@ func blockCommands(file string, start int, block []string) []docExample {
 		examples = append(examples, ex)
 	}
 	return examples
+}
+
+// hasPrompts says whether a block shows commands with `$ ` prompts.
+func hasPrompts(block []string) bool {
+	for _, l := range block {
+		if strings.HasPrefix(strings.TrimSpace(l), "$ ") {
+			return true
+		}
+	}
+	return false
 }
 
 type envNamesKey struct{}
@@ -459,13 +470,17 @@ func TestShellExamples(t *testing.T) {
 		"```",                      // 12
 		"jetctl not-shell",         // 13
 		"```",                      // 14
-		"```bash",                  // 15
-		"$ jetctl status -o json",  // 16
-		"{\"account\":{}}",         // 17
+		"```",                      // 15
+		"$ jetctl sample",          // 16
+		"sample output",            // 17
 		"```",                      // 18
-		"```json",                  // 19
-		"{}",                       // 20
-		"```",                      // 21
+		"```bash",                  // 19
+		"$ jetctl status -o json",  // 20
+		"{\"account\":{}}",         // 21
+		"```",                      // 22
+		"```json",                  // 23
+		"{}",                       // 24
+		"```",                      // 25
 	}, "\n")
 	var got []string
 	for _, ex := range shellExamples("x.md", markdown) {
@@ -475,7 +490,8 @@ func TestShellExamples(t *testing.T) {
 		"x.md:3: jetctl status   # tables",
 		"x.md:6: jetctl replay ORDERS \\\n--last 5",
 		"x.md:8: cat > f <<'EOF'\na line\nEOF",
-		"x.md:16: jetctl status -o json",
+		"x.md:16: jetctl sample",
+		"x.md:20: jetctl status -o json",
 	}
 	if strings.Join(got, "\n---\n") != strings.Join(want, "\n---\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n---\n"), strings.Join(want, "\n---\n"))
