@@ -308,13 +308,14 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // runDocExample runs one example in bash, in the script's directory and
 // environment, and fails the script, naming the example's file and line
 // and showing its output, unless it ends as its rule says (exit 0 without
-// one) within docExampleTimeout.
+// one) within docExampleTimeout. With pipefail, a jetctl that fails in a
+// pipeline fails the example.
 func runDocExample(ts *testscript.TestScript, ex docExample) {
 	var env []string
 	for _, name := range ts.Value(envNamesKey{}).([]string) {
 		env = append(env, name+"="+ts.Getenv(name))
 	}
-	cmd := exec.Command("bash", "-c", ex.command)
+	cmd := exec.Command("bash", "-o", "pipefail", "-c", ex.command)
 	cmd.Dir = ts.MkAbs(".")
 	cmd.Env = env
 	// Its own process group, so that SIGINT and SIGKILL reach every
