@@ -110,68 +110,22 @@ func TestDocExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append([]string{"README.md"}, files...)
-
-	byFile := map[string][]docExample{}
-	byID := map[string]docExample{}
-	used := map[*docRule]bool{}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ex := range shellExamples(file, string(data)) {
-			for i := range docRules {
-				if docRules[i].fits(ex.command) {
-					ex.rule = &docRules[i]
-					used[ex.rule] = true
-					break
-				}
-			}
-			byFile[file] = append(byFile[file], ex)
-			byID[ex.id()] = ex
-		}
-	}
-	for i, r := range docRules {
-		if r.why == "" {
-			t.Errorf("docRules[%d] (%q) gives no reason", i, r.is+r.match)
-		}
-		if !used[&docRules[i]] {
-			t.Errorf("docRules[%d] (%q) fits no example: remove it", i, r.is+r.match)
-		}
-	}
-
+	byFile := docExamples(t, append([]string{"README.md"}, files...))
 	fixture, err := txtar.ParseFile("testscripts/docs/fixture.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	byID := map[string]docExample{}
 	for file, examples := range byFile {
-		runnable := 0
 		for _, ex := range examples {
-			if ex.rule == nil || !ex.rule.skip {
-				runnable++
+			byID[ex.id()] = ex
+		}
+		if script := docScript(fixture, file, examples); script != nil {
+			name := filepath.Join(dir, filepath.Base(file)+".txtar")
+			if err := os.WriteFile(name, script, 0o644); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if runnable == 0 {
-			continue
-		}
-		var script strings.Builder
-		script.Write(fixture.Comment)
-		fmt.Fprintf(&script, "\n# The examples of %s, in order.\n", file)
-		for _, ex := range examples {
-			first, _, _ := strings.Cut(ex.command, "\n")
-			fmt.Fprintf(&script, "\n# %s: %s\n", ex.id(), first)
-			if ex.rule != nil && ex.rule.skip {
-				fmt.Fprintf(&script, "# not run: %s\n", ex.rule.why)
-				continue
-			}
-			fmt.Fprintf(&script, "doc-example %s\n", ex.id())
-		}
-		a := &txtar.Archive{Comment: []byte(script.String()), Files: fixture.Files}
-		name := filepath.Join(dir, filepath.Base(file)+".txtar")
-		if err := os.WriteFile(name, txtar.Format(a), 0o644); err != nil {
-			t.Fatal(err)
 		}
 	}
 	if t.Failed() {
@@ -198,6 +152,62 @@ func TestDocExamples(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 	})
+}
+
+// docExamples reads the examples of each file and gives each its rule;
+// a rule without a reason, or one that fits no example, is an error.
+func docExamples(t *testing.T, files []string) map[string][]docExample {
+	byFile := map[string][]docExample{}
+	used := map[*docRule]bool{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range shellExamples(file, string(data)) {
+			for i := range docRules {
+				if docRules[i].fits(ex.command) {
+					ex.rule = &docRules[i]
+					used[ex.rule] = true
+					break
+				}
+			}
+			byFile[file] = append(byFile[file], ex)
+		}
+	}
+	for i, r := range docRules {
+		if r.why == "" {
+			t.Errorf("docRules[%d] (%q) gives no reason", i, r.is+r.match)
+		}
+		if !used[&docRules[i]] {
+			t.Errorf("docRules[%d] (%q) fits no example: remove it", i, r.is+r.match)
+		}
+	}
+	return byFile
+}
+
+// docScript is the testscript for one doc file: the fixture, then each
+// example as a doc-example command (or a comment saying why it is not
+// run). It is nil when no example of the file runs.
+func docScript(fixture *txtar.Archive, file string, examples []docExample) []byte {
+	var script strings.Builder
+	script.Write(fixture.Comment)
+	fmt.Fprintf(&script, "\n# The examples of %s, in order.\n", file)
+	runs := false
+	for _, ex := range examples {
+		first, _, _ := strings.Cut(ex.command, "\n")
+		fmt.Fprintf(&script, "\n# %s: %s\n", ex.id(), first)
+		if ex.rule != nil && ex.rule.skip {
+			fmt.Fprintf(&script, "# not run: %s\n", ex.rule.why)
+			continue
+		}
+		fmt.Fprintf(&script, "doc-example %s\n", ex.id())
+		runs = true
+	}
+	if !runs {
+		return nil
+	}
+	return txtar.Format(&txtar.Archive{Comment: []byte(script.String()), Files: fixture.Files})
 }
 
 var (
