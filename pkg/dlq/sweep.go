@@ -487,12 +487,13 @@ func (s *sweeper) published(it *item, ack *jetstream.PubAck, err error) {
 	var apiErr *jetstream.APIError
 	switch {
 	case err == nil && ack.Duplicate:
-		it.rec.Status = StatusAlreadyMoved
+		// A retry clears the error of the attempt before it.
+		it.rec.Status, it.rec.Error = StatusAlreadyMoved, ""
 	case err == nil:
-		it.rec.Status, it.rec.DLQSeq = StatusMoved, ack.Sequence
+		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusMoved, "", ack.Sequence
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		// The per-message subject already holds the copy.
-		it.rec.Status = StatusAlreadyMoved
+		it.rec.Status, it.rec.Error = StatusAlreadyMoved, ""
 	default:
 		it.rec.Status, it.rec.Error = StatusFailed, "copy not stored: "+err.Error()
 	}
