@@ -34,6 +34,7 @@ leaves the message where it is. jetctl dlq closes the loop:
   ls/show  inspect the DLQ
   redrive  send messages back to their original subject, at a rate
   purge    delete DLQ messages
+  unlock   remove the lease a dead sweep or redrive left on another host
 
 Commands that move or delete messages (sweep --delete-source, redrive,
 purge) need --yes when not run in a terminal, and all have --dry-run.
@@ -45,7 +46,7 @@ See docs/dlq.md for the headers and the guarantees.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f))
+	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f), newCmdUnlock(f))
 	return cmd
 }
 
@@ -107,7 +108,7 @@ func mapErr(err error) error {
 		return exitcode.New(exitcode.NotFound, err)
 	case errors.Is(err, pkgdlq.ErrInvalid):
 		return exitcode.New(exitcode.Usage, err)
-	case errors.Is(err, pkgdlq.ErrLocked):
+	case errors.Is(err, pkgdlq.ErrLocked), errors.Is(err, pkgdlq.ErrLeaseLost):
 		return exitcode.New(exitcode.Failure, err)
 	}
 	return err

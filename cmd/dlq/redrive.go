@@ -44,7 +44,8 @@ Messages redriven --max-redrives times already are refused and stay. Each
 redrive has Nats-Msg-Id redrive:<dlq stream>:<dlq seq>: interrupted and run
 again, a redrive publishes nothing twice within the target stream's
 duplicate window (2 minutes by default); see docs/dlq.md for the limit.
-One redrive per DLQ stream runs at a time.
+One redrive per DLQ stream runs at a time (a lease, as for sweep; remove
+one a redrive on another host left with "jetctl dlq unlock --redrive").
 
 Safety: redrive moves messages and needs --yes when not run in a terminal;
 --dry-run lists what would be redriven and changes nothing.`,
@@ -67,7 +68,7 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
 	fl.BoolVar(&o.keep, "keep", false, "keep the DLQ copies after redriving them")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
-	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long the redrive lock outlives a redrive that died")
+	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long this redrive's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)")
 	return cmd
 }
 

@@ -48,9 +48,14 @@ each dead message into the DLQ stream:
 Duplicate advisories give one copy; terminations the server caused (stream
 limits, deletes) are ignored. A message already gone from the source (e.g.
 expired) is reported as "gone before sweep". Killed at any point and run
-again, a sweep ends as one uninterrupted run would have. One sweep per
-stream runs at a time: a second one exits 1 (a killed sweep's lock expires
-after --lock-ttl).
+again, a sweep ends as one uninterrupted run would have.
+
+One sweep per stream runs at a time: a second one exits 1 naming the
+holder. A lease left by a sweep that died on this host (kill -9) is taken
+over at once; one left on another host expires after that sweep's own
+--lock-ttl (the flag on the new run does not shorten it), or is removed
+with "jetctl dlq unlock --stream S". A sweep that loses its lease stops
+with exit 1.
 
 --scan also finds dead messages whose advisories were never captured, from
 the consumers' state (workqueue and interest streams; see docs/dlq.md).
@@ -74,7 +79,7 @@ goes to stderr. Exit 4 when any message failed.`,
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would move; change nothing")
 	fl.IntVar(&o.max, "max", 0, "stop after this many dead messages")
 	fl.StringVar(&o.rate, "rate", "", "at most this many messages per second (e.g. 100/s)")
-	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long the sweep lock outlives a sweep that died")
+	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long this sweep's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask before deleting source messages (--delete-source)")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
 	_ = cmd.RegisterFlagCompletionFunc("stream", f.CompleteStreams())

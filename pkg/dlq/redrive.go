@@ -89,19 +89,35 @@ func RedriveMsgID(dlqStream string, dlqSeq uint64) string {
 
 // Redrive publishes the selected DLQ messages back to their original
 // subjects and deletes each DLQ copy once its publish is acknowledged.
-func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*RedriveSummary, error) {
+func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (sum *RedriveSummary, err error) {
 	start := time.Now()
-	sum := &RedriveSummary{DLQStream: cfg.DLQStream}
+	sum = &RedriveSummary{DLQStream: cfg.DLQStream}
 	if _, err := js.Stream(ctx, cfg.DLQStream); err != nil {
 		return nil, fmt.Errorf("stream %q: %w", cfg.DLQStream, err)
 	}
 	work := context.WithoutCancel(ctx)
 	if !cfg.DryRun {
-		lock, err := AcquireLock(ctx, js, "redrive."+cfg.DLQStream, cfg.LockTTL)
-		if err != nil {
-			return nil, fmt.Errorf("stream %q: another redrive is running: %w", cfg.DLQStream, err)
+		lock, lerr := AcquireLock(ctx, js, RedriveLockKey(cfg.DLQStream), cfg.LockTTL, "jetctl dlq unlock --redrive --dlq-stream "+cfg.DLQStream)
+		if lerr != nil {
+			return nil, fmt.Errorf("stream %q: another redrive is running: %w", cfg.DLQStream, lerr)
 		}
 		defer lock.Release(work)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-lock.Lost():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		// A lost lease is a failure with its reason, not an interruption.
+		defer func() {
+			if lost := lock.LostErr(); lost != nil && sum != nil {
+				err = fmt.Errorf("stream %q: redrive %w", cfg.DLQStream, lost)
+			}
+		}()
 	}
 	var limiter *rate.Limiter
 	batchSize := 256
@@ -170,7 +186,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*R
 			cfg.Progress(s)
 		}
 	}
-	err := Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
+	err = Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
 		// Interrupted: take no new work; what is in flight is settled below.
 		if err := ctx.Err(); err != nil {
 			return err

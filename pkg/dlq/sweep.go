@@ -126,7 +126,7 @@ const sweepWorkers = 16
 // any point and run again, it ends as one uninterrupted run would have.
 // Cancelled, it stops taking advisories, finishes what is in flight and
 // returns ctx's error with the summary.
-func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*SweepSummary, error) {
+func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *SweepSummary, err error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = 256
 	}
@@ -156,9 +156,9 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*Sweep
 	}
 
 	if !cfg.DryRun {
-		lock, err := AcquireLock(ctx, js, "sweep."+cfg.Stream, cfg.LockTTL)
-		if err != nil {
-			return nil, fmt.Errorf("stream %q: another sweep is running: %w", cfg.Stream, err)
+		lock, lerr := AcquireLock(ctx, js, SweepLockKey(cfg.Stream), cfg.LockTTL, "jetctl dlq unlock --stream "+cfg.Stream)
+		if lerr != nil {
+			return nil, fmt.Errorf("stream %q: another sweep is running: %w", cfg.Stream, lerr)
 		}
 		defer lock.Release(context.WithoutCancel(ctx))
 		var cancel context.CancelFunc
@@ -169,6 +169,12 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*Sweep
 			case <-lock.Lost():
 				cancel()
 			case <-ctx.Done():
+			}
+		}()
+		// A lost lease is a failure with its reason, not an interruption.
+		defer func() {
+			if lost := lock.LostErr(); lost != nil && sum != nil {
+				err = fmt.Errorf("stream %q: sweep %w", cfg.Stream, lost)
 			}
 		}()
 		// Advisories a killed sweep had fetched but not acked come back now,
