@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -121,6 +122,53 @@ func filterFlag(f *factory.Factory, expr string) (func(pkgdlq.Entry) bool, error
 		return nil, err
 	}
 	return func(e pkgdlq.Entry) bool { return pred.Keep(e.Generic()) }, nil
+}
+
+// unknownConsumer is the answer when --consumer selected nothing: exit 3
+// when the source stream has no such consumer either (a typo, or a ghost),
+// nil when it exists and merely has no dead letters.
+func unknownConsumer(ctx context.Context, js jetstream.JetStream, dlqStream, consumer string) error {
+	if consumer == "" {
+		return nil
+	}
+	st, err := js.Stream(ctx, dlqStream)
+	if err != nil {
+		return nil
+	}
+	source := st.CachedInfo().Config.Metadata[pkgdlq.MetaSource]
+	if source == "" {
+		return nil
+	}
+	if _, err := js.Consumer(ctx, source, consumer); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return exitcode.Newf(exitcode.NotFound, "stream %q: consumer %q not found, and %s holds no messages of it", source, consumer, dlqStream)
+	}
+	return nil
+}
+
+// plural says "1 message" or "2 messages", digits as they are.
+func plural(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, english.PluralWord(n, one, many))
+}
+
+// listFlags choose between a summary (the default in a table) and one
+// record per message: sweep, redrive, purge and ls share the rule.
+type listFlags struct {
+	list    bool
+	summary bool
+}
+
+func (l *listFlags) bind(cmd *cobra.Command, records string) {
+	cmd.Flags().BoolVar(&l.list, "list", false, "print one row per "+records+" (the default with -o json, jsonl or yaml)")
+	cmd.Flags().BoolVar(&l.summary, "summary", false, "print the summary only, in the chosen format (the default in a table)")
+}
+
+// records reports whether the command prints one record per message:
+// with --list, or with -o json|jsonl|yaml (or --jq) unless --summary.
+func (l listFlags) records(p *output.Printer) (bool, error) {
+	if l.list && l.summary {
+		return false, exitcode.UsageErrorf("--list and --summary exclude each other")
+	}
+	return l.list || (!l.summary && p.Format != "table"), nil
 }
 
 // streamFlags select a DLQ: by source stream or by DLQ stream name.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
@@ -206,8 +207,14 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 			rec.Status, rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
 			emit(rec)
 			return nil
+		case e.PayloadOmitted > 0:
+			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("the DLQ holds no payload (%d bytes, too large to copy): it is in stream %s at sequence %d",
+				e.PayloadOmitted, e.SourceStream, e.SourceSeq)
+			emit(rec)
+			return nil
 		case cfg.MaxRedrives > 0 && e.Redrives >= cfg.MaxRedrives:
-			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("already redriven %d times (--max-redrives %d)", e.Redrives, cfg.MaxRedrives)
+			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("already redriven %d %s (--max-redrives %d)",
+				e.Redrives, english.PluralWord(e.Redrives, "time", "times"), cfg.MaxRedrives)
 			emit(rec)
 			return nil
 		case cfg.DryRun:

@@ -48,6 +48,10 @@ const (
 	StatusGone         = "gone"
 	StatusFailed       = "failed"
 	StatusWouldMove    = "would_move"
+	// StatusTooLarge: the copy with its provenance headers would exceed
+	// the server's max_payload. The DLQ holds the headers and a pointer
+	// (HeaderPayloadOmitted); the message stays in the source.
+	StatusTooLarge = "too_large"
 )
 
 // Source actions of a Record.
@@ -85,6 +89,7 @@ type SweepSummary struct {
 	AlreadyMoved  int      `json:"already_moved"`
 	Gone          int      `json:"gone_before_sweep"`
 	Failed        int      `json:"failed"`
+	TooLarge      int      `json:"too_large"`
 	WouldMove     int      `json:"would_move,omitempty"`
 	SourceDeleted int      `json:"source_deleted"`
 	SourceKept    int      `json:"source_kept"`
@@ -105,6 +110,8 @@ type item struct {
 	fut  jetstream.PubAckFuture
 	// scanned: found by --scan, not by an advisory.
 	scanned bool
+	// tooLarge: the copy would exceed max_payload; msg is its pointer copy.
+	tooLarge bool
 }
 
 type sweeper struct {
@@ -407,6 +414,9 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 		}
 		if s.cfg.DryRun {
 			it.rec.Status = StatusWouldMove
+			if WireSize(BuildCopy(s.n, it.src, it.adv, sweptAt)) > s.js.Conn().MaxPayload() {
+				it.rec.Status, it.rec.SourceNote = StatusTooLarge, s.tooLargeNote(it)
+			}
 			continue
 		}
 		if stopped || (s.limiter != nil && s.limiter.Wait(ctx) != nil) || ctx.Err() != nil {
@@ -416,6 +426,9 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 			continue
 		}
 		it.msg = BuildCopy(s.n, it.src, it.adv, sweptAt)
+		if WireSize(it.msg) > s.js.Conn().MaxPayload() {
+			it.msg, it.tooLarge = PointerCopy(it.msg), true
+		}
 		fut, err := s.js.PublishMsgAsync(it.msg)
 		if err != nil {
 			s.publishSync(work, it)
@@ -433,6 +446,7 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 		case err := <-it.fut.Err():
 			s.published(it, nil, err)
 			if it.rec.Status == StatusFailed {
+				it.rec.Error = ""
 				s.publishSync(work, it)
 			}
 		case <-time.After(2 * s.api.Timeout):
@@ -446,6 +460,11 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 	}
 	parallel(len(items), sweepWorkers, func(i int) {
 		it := items[i]
+		if it.src != nil && it.rec.Status == StatusTooLarge {
+			// Only a pointer is in the DLQ: the payload stays where it is.
+			it.rec.Source, it.rec.SourceNote = SourceKept, s.tooLargeNote(it)
+			return
+		}
 		if it.src == nil || (it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved) {
 			return
 		}
@@ -488,19 +507,45 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 
 func (s *sweeper) publishSync(ctx context.Context, it *item) {
 	ack, err := s.js.PublishMsg(ctx, it.msg)
+	if err != nil && !it.tooLarge && isTooLarge(err) {
+		// Larger than the size judged before publishing (e.g. the DLQ
+		// stream's max_msg_size): keep a pointer instead.
+		it.msg, it.tooLarge = PointerCopy(it.msg), true
+		ack, err = s.js.PublishMsg(ctx, it.msg)
+	}
 	s.published(it, ack, err)
+}
+
+// isTooLarge: the server (or the client, knowing the server's limit)
+// refused the copy for its size; retrying it never helps.
+func isTooLarge(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) ||
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum)
+}
+
+func (s *sweeper) tooLargeNote(it *item) string {
+	return fmt.Sprintf("payload of %d bytes not copied: with its provenance headers it exceeds the server's max_payload (%d bytes); "+
+		"the DLQ copy holds the headers, the message stays in %s at sequence %d", len(it.src.Data), s.js.Conn().MaxPayload(), s.cfg.Stream, it.src.Seq)
 }
 
 func (s *sweeper) published(it *item, ack *jetstream.PubAck, err error) {
 	var apiErr *jetstream.APIError
 	switch {
+	case err == nil && ack.Duplicate && it.tooLarge:
+		it.rec.Status = StatusTooLarge
 	case err == nil && ack.Duplicate:
 		it.rec.Status = StatusAlreadyMoved
+	case err == nil && it.tooLarge:
+		it.rec.Status, it.rec.DLQSeq = StatusTooLarge, ack.Sequence
 	case err == nil:
 		it.rec.Status, it.rec.DLQSeq = StatusMoved, ack.Sequence
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		// The per-message subject already holds the copy.
+		// The per-message subject already holds the copy (or pointer).
 		it.rec.Status = StatusAlreadyMoved
+		if it.tooLarge {
+			it.rec.Status = StatusTooLarge
+		}
 	default:
 		it.rec.Status, it.rec.Error = StatusFailed, "copy not stored: "+err.Error()
 	}
@@ -567,6 +612,8 @@ func (s *sweeper) count(r Record) {
 	case StatusWouldMove:
 		s.sum.WouldMove++
 		s.sum.Bytes += int64(r.Size)
+	case StatusTooLarge:
+		s.sum.TooLarge++
 	}
 	switch r.Source {
 	case SourceDeleted:
