@@ -44,16 +44,19 @@ type lockValue struct {
 
 // Lease is a lease as read from the LockBucket.
 type Lease struct {
-	Key    string        `json:"key"`
-	Holder string        `json:"holder"`
-	PID    int           `json:"pid"`
-	PIDNS  string        `json:"pid_ns,omitempty"`
-	Since  time.Time     `json:"since"`
-	TTL    time.Duration `json:"ttl_ns"`
+	Key    string
+	Holder string
+	PID    int
+	// PIDNS identifies the holder's PID namespace (Linux), "" elsewhere.
+	PIDNS string
+	Since time.Time
+	// TTL is the holder's: the lease expires when the holder has not
+	// renewed it for this long.
+	TTL time.Duration
 	// Renewed is when the holder last renewed it, on the server's clock.
-	Renewed time.Time `json:"renewed"`
+	Renewed time.Time
 	// Revision is the KV revision of the lease.
-	Revision uint64 `json:"revision"`
+	Revision uint64
 }
 
 // HolderGone reports whether the holder ran on this host, in this
