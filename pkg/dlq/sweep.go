@@ -112,6 +112,8 @@ type item struct {
 	scanned bool
 	// tooLarge: the copy would exceed max_payload; msg is its pointer copy.
 	tooLarge bool
+	// limit names the limit the copy exceeds, for the record's note.
+	limit string
 }
 
 type sweeper struct {
@@ -429,6 +431,7 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 		if WireSize(it.msg) > s.js.Conn().MaxPayload() {
 			it.msg, it.tooLarge = PointerCopy(it.msg), true
 		}
+		it.limit = fmt.Sprintf("the server's max_payload (%d bytes)", s.js.Conn().MaxPayload())
 		fut, err := s.js.PublishMsgAsync(it.msg)
 		if err != nil {
 			s.publishSync(work, it)
@@ -511,6 +514,9 @@ func (s *sweeper) publishSync(ctx context.Context, it *item) {
 		// Larger than the size judged before publishing (e.g. the DLQ
 		// stream's max_msg_size): keep a pointer instead.
 		it.msg, it.tooLarge = PointerCopy(it.msg), true
+		if !errors.Is(err, nats.ErrMaxPayload) {
+			it.limit = "the DLQ stream's max_msg_size"
+		}
 		ack, err = s.js.PublishMsg(ctx, it.msg)
 	}
 	s.published(it, ack, err)
@@ -525,8 +531,12 @@ func isTooLarge(err error) bool {
 }
 
 func (s *sweeper) tooLargeNote(it *item) string {
-	return fmt.Sprintf("payload of %d bytes not copied: with its provenance headers it exceeds the server's max_payload (%d bytes); "+
-		"the DLQ copy holds the headers, the message stays in %s at sequence %d", len(it.src.Data), s.js.Conn().MaxPayload(), s.cfg.Stream, it.src.Seq)
+	limit := it.limit
+	if limit == "" {
+		limit = fmt.Sprintf("the server's max_payload (%d bytes)", s.js.Conn().MaxPayload())
+	}
+	return fmt.Sprintf("payload of %d bytes not copied: with its provenance headers it exceeds %s; "+
+		"the DLQ copy holds the headers, the message stays in %s at sequence %d", len(it.src.Data), limit, s.cfg.Stream, it.src.Seq)
 }
 
 func (s *sweeper) published(it *item, ack *jetstream.PubAck, err error) {
