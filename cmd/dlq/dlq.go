@@ -67,6 +67,9 @@ func parseRate(s string) (float64, error) {
 // finds the one DLQ stream the flags name: the start of every command that
 // changes a DLQ.
 func openDestructive(ctx context.Context, f *factory.Factory, sf streamFlags, yes, dryRun bool, what string) (jetstream.JetStream, string, error) {
+	if err := sf.validate(); err != nil {
+		return nil, "", err
+	}
 	if !dryRun {
 		if err := confirmDestructive(f, yes, what); err != nil {
 			return nil, "", err
@@ -175,6 +178,19 @@ func (l listFlags) records(p *output.Printer) (bool, error) {
 type streamFlags struct {
 	stream    string
 	dlqStream string
+}
+
+// validate refuses names the server would refuse, before connecting.
+func (s streamFlags) validate() error {
+	for _, f := range []struct{ flag, name string }{{"--stream", s.stream}, {"--dlq-stream", s.dlqStream}} {
+		if f.name == "" {
+			continue
+		}
+		if err := pkgdlq.ValidStreamName(f.name); err != nil {
+			return exitcode.UsageErrorf("%s: %v", f.flag, err)
+		}
+	}
+	return nil
 }
 
 func (s *streamFlags) bind(cmd *cobra.Command, f *factory.Factory) {

@@ -63,6 +63,9 @@ type summaryRow struct {
 }
 
 func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
+	if err := o.streamFlags.validate(); err != nil {
+		return err
+	}
 	sel, err := selection(f, o.consumer, o.since, "", o.filter)
 	if err != nil {
 		return err

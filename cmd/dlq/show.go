@@ -60,6 +60,9 @@ the payload (pretty-printed when it is JSON). SEQ is the DLQ sequence (as
 }
 
 func runShow(ctx context.Context, f *factory.Factory, o *showOptions, seq uint64) error {
+	if err := o.streamFlags.validate(); err != nil {
+		return err
+	}
 	p, err := f.Printer("table")
 	if err != nil {
 		return err

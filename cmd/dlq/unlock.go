@@ -74,13 +74,8 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 	case o.dlqStream != "" && !o.redrive:
 		return exitcode.UsageErrorf("--dlq-stream names a redrive lease: add --redrive, or use --stream for the sweep lease")
 	}
-	for _, name := range []string{o.stream, o.dlqStream} {
-		if name == "" {
-			continue
-		}
-		if err := pkgdlq.ValidStreamName(name); err != nil {
-			return exitcode.UsageErrorf("%v", err)
-		}
+	if err := o.streamFlags.validate(); err != nil {
+		return err
 	}
 	p, err := f.Printer("table")
 	if err != nil {
