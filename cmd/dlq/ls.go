@@ -98,7 +98,7 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 	if !listRecords {
 		rows := summarise(entries)
 		if p.Format == "table" {
-			lsTotal(f, streams, entries)
+			defer lsTotal(f, streams, entries)
 		}
 		return p.Print(rows, func() []output.Table {
 			if len(rows) == 0 {
@@ -121,7 +121,7 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 		return nil
 	}
 	if p.Format == "table" {
-		lsTotal(f, streams, entries)
+		defer lsTotal(f, streams, entries)
 	}
 	return p.Print(entries, func() []output.Table {
 		if len(entries) == 0 {
@@ -142,7 +142,8 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 	})
 }
 
-// lsTotal writes the one summary line of a table listing on stderr.
+// lsTotal writes the one summary line of a table listing on stderr,
+// after the table.
 func lsTotal(f *factory.Factory, streams []string, entries []pkgdlq.Entry) {
 	if len(streams) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "jetctl: no DLQ streams (run: jetctl dlq setup --stream STREAM)")
