@@ -76,7 +76,7 @@ func Steps() []Step {
 		},
 		{
 			Title: "What is in the DLQ",
-			Args:  []string{"dlq", "ls", "--stream", "ORDERS"},
+			Args:  []string{"dlq", "ls", "--stream", "ORDERS", "--list"},
 		},
 		{
 			Title: "After the fix is deployed, redrive them to orders.paid at a gentle rate",

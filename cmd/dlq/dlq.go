@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -34,6 +35,7 @@ leaves the message where it is. jetctl dlq closes the loop:
   ls/show  inspect the DLQ
   redrive  send messages back to their original subject, at a rate
   purge    delete DLQ messages
+  unlock   remove the lease a dead sweep or redrive left on another host
 
 Commands that move or delete messages (sweep --delete-source, redrive,
 purge) need --yes when not run in a terminal, and all have --dry-run.
@@ -45,7 +47,7 @@ See docs/dlq.md for the headers and the guarantees.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f))
+	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f), newCmdUnlock(f))
 	return cmd
 }
 
@@ -65,6 +67,9 @@ func parseRate(s string) (float64, error) {
 // finds the one DLQ stream the flags name: the start of every command that
 // changes a DLQ.
 func openDestructive(ctx context.Context, f *factory.Factory, sf streamFlags, yes, dryRun bool, what string) (jetstream.JetStream, string, error) {
+	if err := sf.validate(); err != nil {
+		return nil, "", err
+	}
 	if !dryRun {
 		if err := confirmDestructive(f, yes, what); err != nil {
 			return nil, "", err
@@ -107,7 +112,7 @@ func mapErr(err error) error {
 		return exitcode.New(exitcode.NotFound, err)
 	case errors.Is(err, pkgdlq.ErrInvalid):
 		return exitcode.New(exitcode.Usage, err)
-	case errors.Is(err, pkgdlq.ErrLocked):
+	case errors.Is(err, pkgdlq.ErrLocked), errors.Is(err, pkgdlq.ErrLeaseLost):
 		return exitcode.New(exitcode.Failure, err)
 	}
 	return err
@@ -122,10 +127,70 @@ func filterFlag(f *factory.Factory, expr string) (func(pkgdlq.Entry) bool, error
 	return func(e pkgdlq.Entry) bool { return pred.Keep(e.Generic()) }, nil
 }
 
+// unknownConsumer is the answer when --consumer selected nothing: exit 3
+// when the source stream has no such consumer either (a typo, or a ghost),
+// nil when it exists and merely has no dead letters.
+func unknownConsumer(ctx context.Context, js jetstream.JetStream, dlqStream, consumer string) error {
+	if consumer == "" {
+		return nil
+	}
+	st, err := js.Stream(ctx, dlqStream)
+	if err != nil {
+		return nil
+	}
+	source := st.CachedInfo().Config.Metadata[pkgdlq.MetaSource]
+	if source == "" {
+		return nil
+	}
+	if _, err := js.Consumer(ctx, source, consumer); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return exitcode.Newf(exitcode.NotFound, "stream %q: consumer %q not found, and %s holds no messages of it", source, consumer, dlqStream)
+	}
+	return nil
+}
+
+// plural says "1 message" or "2 messages", digits as they are.
+func plural(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, english.PluralWord(n, one, many))
+}
+
+// listFlags choose between a summary (the default in a table) and one
+// record per message: sweep, redrive, purge and ls share the rule.
+type listFlags struct {
+	list    bool
+	summary bool
+}
+
+func (l *listFlags) bind(cmd *cobra.Command, records string) {
+	cmd.Flags().BoolVar(&l.list, "list", false, "print one row per "+records+" (the default with -o json, jsonl or yaml)")
+	cmd.Flags().BoolVar(&l.summary, "summary", false, "print the summary only, in the chosen format (the default in a table)")
+}
+
+// records reports whether the command prints one record per message:
+// with --list, or with -o json|jsonl|yaml (or --jq) unless --summary.
+func (l listFlags) records(p *output.Printer) (bool, error) {
+	if l.list && l.summary {
+		return false, exitcode.UsageErrorf("--list and --summary exclude each other")
+	}
+	return l.list || (!l.summary && p.Format != "table"), nil
+}
+
 // streamFlags select a DLQ: by source stream or by DLQ stream name.
 type streamFlags struct {
 	stream    string
 	dlqStream string
+}
+
+// validate refuses names the server would refuse, before connecting.
+func (s streamFlags) validate() error {
+	for _, f := range []struct{ flag, name string }{{"--stream", s.stream}, {"--dlq-stream", s.dlqStream}} {
+		if f.name == "" {
+			continue
+		}
+		if err := pkgdlq.ValidStreamName(f.name); err != nil {
+			return exitcode.UsageErrorf("%s: %v", f.flag, err)
+		}
+	}
+	return nil
 }
 
 func (s *streamFlags) bind(cmd *cobra.Command, f *factory.Factory) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -21,25 +22,27 @@ type lsOptions struct {
 	consumer string
 	since    string
 	filter   string
-	summary  bool
+	listFlags
 }
 
 func newCmdLs(f *factory.Factory) *cobra.Command {
 	o := &lsOptions{}
 	cmd := &cobra.Command{
-		Use:   "ls [--stream S] [--consumer C] [--since D] [--filter EXPR]",
-		Short: "list the messages in DLQ streams",
-		Long: `List DLQ messages: DLQ sequence, source stream and sequence, original
-subject, consumer, reason (max_deliver or terminated), deliveries, when it
-was swept and its size. Without --stream, every DLQ stream jetctl created.
+		Use:   "ls [--stream S] [--consumer C] [--since D] [--filter EXPR] [--list]",
+		Short: "count or list the messages in DLQ streams",
+		Long: `Count DLQ messages by DLQ stream, consumer and reason (the default in a
+table, with a total on stderr; nothing to count prints the total line only),
+or list them with --list: DLQ sequence, source stream and sequence,
+original subject, consumer, reason (max_deliver or terminated), deliveries,
+when it was swept and its size. -o json, jsonl or yaml print the entries
+(--summary: the counts). Without --stream, every DLQ stream jetctl created.
 
 --filter keeps entries for which a jq program is true; it sees the JSON
-fields plus .headers and .data (decoded when JSON). --summary counts by
-consumer and reason. Reading changes nothing.`,
+fields plus .headers and .data (decoded when JSON). Reading changes nothing.`,
 		Example: `  jetctl dlq ls
-  jetctl dlq ls --stream ORDERS --consumer billing --since 1h
+  jetctl dlq ls --stream ORDERS --consumer billing --since 1h --list
   jetctl dlq ls --stream ORDERS --filter '.data.total > 100' -o json
-  jetctl dlq ls --summary`,
+  jetctl dlq ls --summary -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runLs(cmd.Context(), f, o) },
 	}
@@ -47,7 +50,7 @@ consumer and reason. Reading changes nothing.`,
 	cmd.Flags().StringVar(&o.consumer, "consumer", "", "only messages this consumer gave up on")
 	cmd.Flags().StringVar(&o.since, "since", "", "only messages swept in this past duration (e.g. 1h, 7d)")
 	cmd.Flags().StringVar(&o.filter, "filter", "", "jq program: keep entries for which it is true")
-	cmd.Flags().BoolVar(&o.summary, "summary", false, "count by stream, consumer and reason")
+	o.listFlags.bind(cmd, "DLQ message")
 	return cmd
 }
 
@@ -60,11 +63,18 @@ type summaryRow struct {
 }
 
 func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
+	if err := o.streamFlags.validate(); err != nil {
+		return err
+	}
 	sel, err := selection(f, o.consumer, o.since, "", o.filter)
 	if err != nil {
 		return err
 	}
 	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	listRecords, err := o.listFlags.records(p)
 	if err != nil {
 		return err
 	}
@@ -85,9 +95,15 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 			return mapErr(err)
 		}
 	}
-	if o.summary {
+	if !listRecords {
 		rows := summarise(entries)
+		if p.Format == "table" {
+			defer lsTotal(f, streams, entries)
+		}
 		return p.Print(rows, func() []output.Table {
+			if len(rows) == 0 {
+				return nil
+			}
 			t := output.Table{Header: []string{"dlq stream", "consumer", "reason", "messages", "bytes"}}
 			for _, r := range rows {
 				t.Row(r.DLQStream, r.Consumer, r.Reason, r.Messages, humanize.IBytes(uint64(r.Bytes)))
@@ -104,7 +120,13 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 		}
 		return nil
 	}
+	if p.Format == "table" {
+		defer lsTotal(f, streams, entries)
+	}
 	return p.Print(entries, func() []output.Table {
+		if len(entries) == 0 {
+			return nil
+		}
 		t := output.Table{Header: []string{"dlq seq", "source", "subject", "consumer", "reason", "deliveries", "swept at", "size"}}
 		for _, e := range entries {
 			name := e.DLQStream
@@ -118,6 +140,20 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 		}
 		return []output.Table{t}
 	})
+}
+
+// lsTotal writes the one summary line of a table listing on stderr,
+// after the table.
+func lsTotal(f *factory.Factory, streams []string, entries []pkgdlq.Entry) {
+	if len(streams) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "jetctl: no DLQ streams (run: jetctl dlq setup --stream STREAM)")
+		return
+	}
+	var bytes int64
+	for _, e := range entries {
+		bytes += int64(e.Size)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s (%s) in %s\n", plural(len(entries), "message", "messages"), humanize.IBytes(uint64(bytes)), strings.Join(streams, ", "))
 }
 
 func summarise(entries []pkgdlq.Entry) []summaryRow {

@@ -20,6 +20,7 @@ type purgeOptions struct {
 	olderThan string
 	dryRun    bool
 	yes       bool
+	listFlags
 }
 
 func newCmdPurge(f *factory.Factory) *cobra.Command {
@@ -30,9 +31,13 @@ func newCmdPurge(f *factory.Factory) *cobra.Command {
 		Long: `Delete the selected DLQ messages for good: all of them, or those matching
 --consumer, --filter (a jq program) and --older-than (swept longer ago).
 
-Safety: purge needs --yes when not run in a terminal; --dry-run lists what
-would be deleted and changes nothing.`,
-		Example: `  jetctl dlq purge --stream ORDERS --older-than 30d --dry-run
+Output: a one-line summary on stderr; --list prints a table row per
+message, -o jsonl (json, yaml) one entry per message, --summary -o json
+the summary.
+
+Safety: purge needs --yes when not run in a terminal; --dry-run says what
+would be deleted (--list: which) and changes nothing.`,
+		Example: `  jetctl dlq purge --stream ORDERS --older-than 30d --dry-run --list
   jetctl dlq purge --stream ORDERS --filter '.reason == "terminated"' --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runPurge(cmd.Context(), f, o) },
@@ -44,6 +49,7 @@ would be deleted and changes nothing.`,
 	fl.StringVar(&o.olderThan, "older-than", "", "only messages swept longer ago than this (e.g. 30d)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted; change nothing")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	o.listFlags.bind(cmd, "deleted message")
 	return cmd
 }
 
@@ -56,6 +62,10 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 	if err != nil {
 		return err
 	}
+	listRecords, err := o.listFlags.records(p)
+	if err != nil {
+		return err
+	}
 	js, stream, err := openDestructive(ctx, f, o.streamFlags, o.yes, o.dryRun, "purge deletes DLQ messages for good")
 	if err != nil {
 		return err
@@ -63,20 +73,58 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 	start := time.Now()
 	entries := []pkgdlq.Entry{}
 	n, bytes, err := pkgdlq.Purge(ctx, js, pkgdlq.PurgeConfig{DLQStream: stream, Select: sel, DryRun: o.dryRun,
-		OnRecord: func(e pkgdlq.Entry) { entries = append(entries, e) }})
-	if perr := p.Print(entries, func() []output.Table {
-		t := output.Table{Header: []string{"dlq seq", "source", "subject", "consumer", "reason", "swept at"}}
-		for _, e := range entries {
-			t.Row(e.DLQSeq, fmt.Sprintf("%s:%d", e.SourceStream, e.SourceSeq), e.Subject, e.Consumer, e.Reason, e.SweptAt.UTC().Format(time.RFC3339))
+		OnRecord: func(e pkgdlq.Entry) {
+			if listRecords {
+				entries = append(entries, e)
+			}
+		}})
+	if err == nil && n == 0 {
+		// One line for a consumer that does not exist, not a summary of nothing.
+		if err := unknownConsumer(ctx, js, stream, o.consumer); err != nil {
+			return err
 		}
-		return []output.Table{t}
-	}); perr != nil && err == nil {
-		err = perr
 	}
+	sum := purgeSummary{DLQStream: stream, Bytes: bytes, Seconds: time.Since(start).Seconds()}
 	verb := "deleted"
 	if o.dryRun {
-		verb = "would delete"
+		verb, sum.WouldDelete = "would delete", n
+	} else {
+		sum.Deleted = n
 	}
-	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s %d messages (%s) in %.2fs\n", stream, verb, n, humanize.IBytes(uint64(bytes)), time.Since(start).Seconds())
+	var perr error
+	switch {
+	case listRecords && p.Format == "jsonl":
+		for _, e := range entries {
+			if perr = p.Item(e); perr != nil {
+				break
+			}
+		}
+	case listRecords:
+		perr = p.Print(entries, func() []output.Table {
+			if len(entries) == 0 {
+				return nil
+			}
+			t := output.Table{Header: []string{"dlq seq", "source", "subject", "consumer", "reason", "swept at"}}
+			for _, e := range entries {
+				t.Row(e.DLQSeq, fmt.Sprintf("%s:%d", e.SourceStream, e.SourceSeq), e.Subject, e.Consumer, e.Reason, e.SweptAt.UTC().Format(time.RFC3339))
+			}
+			return []output.Table{t}
+		})
+	case p.Format != "table":
+		perr = p.Print(sum, nil)
+	}
+	if perr != nil && err == nil {
+		err = perr
+	}
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s %s (%s) in %.2fs\n", stream, verb, plural(n, "message", "messages"), humanize.IBytes(uint64(bytes)), sum.Seconds)
 	return mapErr(err)
+}
+
+// purgeSummary is what purge prints with --summary -o json.
+type purgeSummary struct {
+	DLQStream   string  `json:"dlq_stream"`
+	Deleted     int     `json:"deleted"`
+	WouldDelete int     `json:"would_delete,omitempty"`
+	Bytes       int64   `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
 }

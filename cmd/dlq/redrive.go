@@ -29,6 +29,7 @@ type redriveOptions struct {
 	yes         bool
 	noProgress  bool
 	lockTTL     string
+	listFlags
 }
 
 func newCmdRedrive(f *factory.Factory) *cobra.Command {
@@ -44,11 +45,16 @@ Messages redriven --max-redrives times already are refused and stay. Each
 redrive has Nats-Msg-Id redrive:<dlq stream>:<dlq seq>: interrupted and run
 again, a redrive publishes nothing twice within the target stream's
 duplicate window (2 minutes by default); see docs/dlq.md for the limit.
-One redrive per DLQ stream runs at a time.
+One redrive per DLQ stream runs at a time (a lease, as for sweep; remove
+one a redrive on another host left with "jetctl dlq unlock --redrive").
+
+Output: a one-line summary on stderr, plus a line for each message refused
+or failed; --list prints a table row per selected message; -o jsonl (json,
+yaml) prints one record per message; --summary -o json the summary.
 
 Safety: redrive moves messages and needs --yes when not run in a terminal;
---dry-run lists what would be redriven and changes nothing.`,
-		Example: `  jetctl dlq redrive --stream ORDERS --dry-run
+--dry-run says what would be redriven (--list: which) and changes nothing.`,
+		Example: `  jetctl dlq redrive --stream ORDERS --dry-run --list
   jetctl dlq redrive --stream ORDERS --consumer billing --rate 50/s --yes
   jetctl dlq redrive --stream ORDERS --filter '.data.total < 100' --max-redrives 3 --yes
   jetctl dlq redrive --stream ORDERS --to orders.manual-review --keep --yes`,
@@ -67,7 +73,8 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
 	fl.BoolVar(&o.keep, "keep", false, "keep the DLQ copies after redriving them")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
-	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long the redrive lock outlives a redrive that died")
+	o.listFlags.bind(cmd, "selected message")
+	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long this redrive's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)")
 	return cmd
 }
 
@@ -94,6 +101,10 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	if err != nil {
 		return err
 	}
+	listRecords, err := o.listFlags.records(p)
+	if err != nil {
+		return err
+	}
 	js, stream, err := openDestructive(ctx, f, o.streamFlags, o.yes, o.dryRun, "redrive publishes DLQ messages back and deletes their DLQ copies")
 	if err != nil {
 		return err
@@ -105,13 +116,17 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 		DLQStream: stream, Select: sel, To: o.to, Rate: rate, Max: o.max, MaxRedrives: o.maxRedrives,
 		DryRun: o.dryRun, Keep: o.keep, LockTTL: ttl,
 		OnRecord: func(r pkgdlq.RedriveRecord) {
-			if p.Format == "jsonl" {
+			switch {
+			case listRecords && p.Format == "jsonl":
 				if err := p.Item(r); err != nil && printErr == nil {
 					printErr = err
 				}
-				return
+			case listRecords:
+				records = append(records, r)
+			case r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused:
+				// The summary names the exceptions, one line each.
+				records = append(records, r)
 			}
-			records = append(records, r)
 		},
 		Progress: func(s pkgdlq.RedriveSummary) { bar.Set(int64(s.Redriven)) },
 	})
@@ -119,22 +134,34 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	if sum == nil {
 		return mapErr(err)
 	}
-	if p.Format != "jsonl" {
+	if err == nil && sum.Selected == 0 {
+		// One line for a consumer that does not exist, not a summary of nothing.
+		if err := unknownConsumer(ctx, js, stream, o.consumer); err != nil {
+			return err
+		}
+	}
+	switch {
+	case listRecords && p.Format != "jsonl":
 		printErr = p.Print(records, func() []output.Table {
+			if len(records) == 0 {
+				return nil
+			}
 			t := output.Table{Header: []string{"dlq seq", "source", "subject", "redrives", "status", "stored as"}}
 			for _, r := range records {
-				status := strings.ReplaceAll(r.Status, "_", " ")
-				if r.Error != "" {
-					status += ": " + r.Error
-				}
 				stored := ""
 				if r.Seq > 0 {
 					stored = fmt.Sprintf("%s:%d", r.Stream, r.Seq)
 				}
-				t.Row(r.DLQSeq, fmt.Sprintf("%s:%d", r.SourceStream, r.SourceSeq), r.Subject, r.Redrives, status, stored)
+				t.Row(r.DLQSeq, fmt.Sprintf("%s:%d", r.SourceStream, r.SourceSeq), r.Subject, r.Redrives, redriveStatus(r), stored)
 			}
 			return []output.Table{t}
 		})
+	case !listRecords && p.Format != "table":
+		printErr = p.Print(sum, nil)
+	case !listRecords:
+		for _, r := range records {
+			fmt.Fprintf(f.IO.ErrOut, "jetctl: %s seq %d (%s:%d): %s\n", r.DLQStream, r.DLQSeq, r.SourceStream, r.SourceSeq, output.Escape(redriveStatus(r)))
+		}
 	}
 	verb := "redriven"
 	n := sum.Redriven
@@ -150,7 +177,16 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 		return printErr
 	}
 	if sum.Failed > 0 {
-		return exitcode.Newf(exitcode.Partial, "%d messages could not be redriven", sum.Failed)
+		return exitcode.Newf(exitcode.Partial, "%s could not be redriven", plural(sum.Failed, "message", "messages"))
 	}
 	return nil
+}
+
+// redriveStatus is a record's status for people: "redriven", or "refused: why".
+func redriveStatus(r pkgdlq.RedriveRecord) string {
+	status := strings.ReplaceAll(r.Status, "_", " ")
+	if r.Error != "" {
+		status += ": " + r.Error
+	}
+	return status
 }

@@ -2,8 +2,10 @@ package dlq
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -21,12 +23,14 @@ type setupOptions struct {
 	maxAge     string
 	captureAge string
 	dryRun     bool
+	// allConsumers widens an existing capture to every consumer.
+	allConsumers bool
 }
 
 func newCmdSetup(f *factory.Factory) *cobra.Command {
 	o := &setupOptions{}
 	cmd := &cobra.Command{
-		Use:   "setup --stream STREAM [--consumer C]...",
+		Use:   "setup --stream STREAM [--consumer C]... [--all-consumers]",
 		Short: "capture a stream's dead-letter advisories and create its DLQ stream",
 		Long: `Create, or on later runs verify, what a DLQ needs:
 
@@ -37,13 +41,19 @@ func newCmdSetup(f *factory.Factory) *cobra.Command {
     checkpoint;
   - the DLQ stream (DLQ_<stream> on dlq.<stream>.>, or --dlq-stream).
 
-Run again it changes nothing, except that consumers named for the first
-time have their advisories captured too. Advisories are sent only to
-whoever listens at that instant: those sent before setup were never
-captured; "jetctl dlq sweep --scan" finds those messages from the
-consumers' state. --dry-run shows what would be created.`,
+Run again it changes nothing unless asked: --consumer C adds C's
+advisories to the capture, --all-consumers widens a capture of named
+consumers to every consumer of the stream; without either it only verifies
+(a CI check can run it). Every name is checked before anything is created.
+
+Advisories are sent only to whoever listens at that instant: those sent
+before the capture existed were never captured. On workqueue and interest
+streams "jetctl dlq sweep --scan" finds those messages from the consumers'
+state; on a limits stream they cannot be told apart from processed ones
+(see docs/dlq.md). --dry-run shows what would be created.`,
 		Example: `  jetctl dlq setup --stream ORDERS --consumer billing --consumer shipping
   jetctl dlq setup --stream FULFILMENT --max-age 30d --replicas 3
+  jetctl dlq setup --stream ORDERS --all-consumers
   jetctl dlq setup --stream ORDERS --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,15 +82,14 @@ consumers' state. --dry-run shows what would be created.`,
 			}); err != nil {
 				return err
 			}
-			if res.CaptureCreated || o.dryRun {
-				fmt.Fprintf(f.IO.ErrOut, "jetctl: advisories sent before now were never captured; to find messages that died earlier run: jetctl dlq sweep --stream %s --scan\n", o.stream)
-			}
+			setupNotes(f, o, res)
 			return nil
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.stream, "stream", "", "the stream whose dead messages to capture (required)")
-	fl.StringArrayVar(&o.consumers, "consumer", nil, "capture this consumer's advisories (repeatable; default: every consumer)")
+	fl.StringArrayVar(&o.consumers, "consumer", nil, "capture this consumer's advisories (repeatable; default on the first run: every consumer)")
+	fl.BoolVar(&o.allConsumers, "all-consumers", false, "widen an existing capture of named consumers to every consumer of the stream")
 	fl.StringVar(&o.dlqStream, "dlq-stream", "", "name of the DLQ stream (default DLQ_<stream>)")
 	fl.IntVar(&o.replicas, "replicas", 0, "replicas of the streams created (default: the source stream's)")
 	fl.StringVar(&o.maxAge, "max-age", "0", "how long the DLQ keeps messages (e.g. 30d; 0 keeps them)")
@@ -91,15 +100,47 @@ consumers' state. --dry-run shows what would be created.`,
 	return cmd
 }
 
+// setupNotes says on stderr what setup cannot do: advisories sent before a
+// consumer's capture started were never captured (said once, when the
+// capture starts), and how to widen a capture of named consumers.
+func setupNotes(f *factory.Factory, o *setupOptions, res *pkgdlq.SetupResult) {
+	w := f.IO.ErrOut
+	if len(res.NewlyCaptured) > 0 {
+		who := consumerNames(res.NewlyCaptured)
+		if res.Retention == jetstream.LimitsPolicy.String() {
+			fmt.Fprintf(w, "jetctl: advisories of %s sent before now were never captured. %s has limits retention: a message that died earlier "+
+				"cannot be told apart from one that was processed, and no sweep can find it (--scan works on workqueue and interest streams only). "+
+				"If you know when the failures happened, keep a copy of that window: jetctl replay %s --from-time T1 --to-time T2 --to-file dead.jsonl\n",
+				who, o.stream, o.stream)
+		} else {
+			fmt.Fprintf(w, "jetctl: advisories of %s sent before now were never captured; to find messages that died earlier run: jetctl dlq sweep --stream %s --scan\n",
+				who, o.stream)
+		}
+	}
+	if len(o.consumers) == 0 && !o.allConsumers && !slices.Contains(res.CapturedConsumers, "*") && len(res.CapturedConsumers) > 0 {
+		fmt.Fprintf(w, "jetctl: capturing the advisories of %s only; to capture every consumer of %s run: jetctl dlq setup --stream %s --all-consumers\n",
+			consumerNames(res.CapturedConsumers), o.stream, o.stream)
+	}
+}
+
+// consumerNames says "consumer a", "consumers a, b" or "every consumer" ("*").
+func consumerNames(names []string) string {
+	switch {
+	case slices.Contains(names, "*"):
+		return "every consumer"
+	case len(names) == 1:
+		return "consumer " + names[0]
+	}
+	return "consumers " + strings.Join(names, ", ")
+}
+
 func (o *setupOptions) config() (pkgdlq.SetupConfig, error) {
-	cfg := pkgdlq.SetupConfig{Stream: o.stream, Consumers: o.consumers, DLQStream: o.dlqStream, Replicas: o.replicas, DryRun: o.dryRun}
+	cfg := pkgdlq.SetupConfig{Stream: o.stream, Consumers: o.consumers, AllConsumers: o.allConsumers, DLQStream: o.dlqStream, Replicas: o.replicas, DryRun: o.dryRun}
 	if err := validateStream(o.stream); err != nil {
 		return cfg, err
 	}
-	for _, c := range o.consumers {
-		if c == "" || strings.ContainsAny(c, ".*> \t") {
-			return cfg, exitcode.UsageErrorf("invalid --consumer %q", c)
-		}
+	if err := pkgdlq.ValidateSetup(cfg); err != nil {
+		return cfg, mapErr(err)
 	}
 	if o.replicas < 0 || o.replicas > 5 {
 		return cfg, exitcode.UsageErrorf("--replicas must be between 1 and 5")
@@ -118,8 +159,8 @@ func validateStream(s string) error {
 	if s == "" {
 		return exitcode.UsageErrorf("--stream is required")
 	}
-	if strings.ContainsAny(s, ".*> \t") {
-		return exitcode.UsageErrorf("invalid stream name %q", s)
+	if err := pkgdlq.ValidStreamName(s); err != nil {
+		return exitcode.UsageErrorf("%v", err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 )
 
@@ -59,6 +60,9 @@ the payload (pretty-printed when it is JSON). SEQ is the DLQ sequence (as
 }
 
 func runShow(ctx context.Context, f *factory.Factory, o *showOptions, seq uint64) error {
+	if err := o.streamFlags.validate(); err != nil {
+		return err
+	}
 	p, err := f.Printer("table")
 	if err != nil {
 		return err
@@ -76,21 +80,24 @@ func runShow(ctx context.Context, f *factory.Factory, o *showOptions, seq uint64
 		return mapErr(err)
 	}
 	if p.Format != "table" || f.Output.JQ != "" {
-		return p.Print(e.Generic(), nil)
+		return p.Print(e.Detail(), nil)
 	}
+	// Everything below comes from a message: escape control characters so
+	// that a header cannot drive the terminal.
+	esc := output.Escape
 	w := f.IO.Out
 	fmt.Fprintf(w, "DLQ:         %s seq %d\n", e.DLQStream, e.DLQSeq)
-	fmt.Fprintf(w, "Source:      %s seq %d\n", e.SourceStream, e.SourceSeq)
-	fmt.Fprintf(w, "Subject:     %s\n", e.Subject)
-	fmt.Fprintf(w, "Consumer:    %s\n", e.Consumer)
+	fmt.Fprintf(w, "Source:      %s seq %d\n", esc(e.SourceStream), e.SourceSeq)
+	fmt.Fprintf(w, "Subject:     %s\n", esc(e.Subject))
+	fmt.Fprintf(w, "Consumer:    %s\n", esc(e.Consumer))
 	reason := e.Reason
 	if e.TermReason != "" {
 		reason += " (" + e.TermReason + ")"
 	}
-	fmt.Fprintf(w, "Reason:      %s after %d deliveries\n", reason, e.Deliveries)
+	fmt.Fprintf(w, "Reason:      %s after %s\n", esc(reason), plural(int(e.Deliveries), "delivery", "deliveries"))
 	fmt.Fprintf(w, "Swept at:    %s\n", e.SweptAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintf(w, "Redrives:    %d\n", e.Redrives)
-	fmt.Fprintf(w, "Size:        %d bytes\n", e.Size)
+	fmt.Fprintf(w, "Size:        %s\n", plural(e.Size, "byte", "bytes"))
 	fmt.Fprintln(w, "Headers:")
 	names := make([]string, 0, len(e.Message.Header))
 	for k := range e.Message.Header {
@@ -99,19 +106,22 @@ func runShow(ctx context.Context, f *factory.Factory, o *showOptions, seq uint64
 	sort.Strings(names)
 	for _, k := range names {
 		for _, v := range e.Message.Header[k] {
-			fmt.Fprintf(w, "  %s: %s\n", k, v)
+			fmt.Fprintf(w, "  %s: %s\n", esc(k), esc(v))
 		}
 	}
 	fmt.Fprintln(w, "Payload:")
 	data := e.Message.Data
 	var pretty bytes.Buffer
 	switch {
+	case e.PayloadOmitted > 0:
+		fmt.Fprintf(w, "(not in the DLQ: %s, too large to copy; it is in stream %s at sequence %d)\n",
+			plural(e.PayloadOmitted, "byte", "bytes"), esc(e.SourceStream), e.SourceSeq)
 	case json.Valid(data) && json.Indent(&pretty, data, "", "  ") == nil:
-		fmt.Fprintln(w, pretty.String())
+		fmt.Fprintln(w, output.EscapeLines(pretty.String()))
 	case utf8.Valid(data):
-		fmt.Fprintln(w, string(data))
+		fmt.Fprintln(w, output.EscapeLines(string(data)))
 	default:
-		fmt.Fprintf(w, "(%d bytes of binary data; -o json shows it as data_b64)\n", len(data))
+		fmt.Fprintf(w, "(%s of binary data; -o json shows it as data_b64)\n", plural(len(data), "byte", "bytes"))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -27,6 +28,7 @@ type sweepOptions struct {
 	lockTTL      string
 	yes          bool
 	noProgress   bool
+	listFlags
 }
 
 func newCmdSweep(f *factory.Factory) *cobra.Command {
@@ -48,19 +50,34 @@ each dead message into the DLQ stream:
 Duplicate advisories give one copy; terminations the server caused (stream
 limits, deletes) are ignored. A message already gone from the source (e.g.
 expired) is reported as "gone before sweep". Killed at any point and run
-again, a sweep ends as one uninterrupted run would have. One sweep per
-stream runs at a time: a second one exits 1 (a killed sweep's lock expires
-after --lock-ttl).
+again, a sweep ends as one uninterrupted run would have.
+
+One sweep per stream runs at a time: a second one exits 1 naming the
+holder. A lease left by a sweep that died on this host (kill -9) is taken
+over at once; one left on another host expires after that sweep's own
+--lock-ttl (the flag on the new run does not shorten it), or is removed
+with "jetctl dlq unlock --stream S". A sweep that loses its lease stops
+with exit 1.
 
 --scan also finds dead messages whose advisories were never captured, from
 the consumers' state (workqueue and interest streams; see docs/dlq.md).
 
+Output: a one-line summary on stderr, plus a line for each message that
+failed or was too large to copy; nothing on stdout (an empty cron sweep
+prints one line). --list prints a table row per dead message; -o jsonl
+(json, yaml) prints one record per dead message; --summary -o json prints
+the summary as JSON instead.
+
+A message too large to copy with its provenance headers within the
+server's max_payload is reported as "too large": the DLQ gets its headers
+and a pointer (Jetctl-Dlq-Payload-Omitted), the message stays in the source
+and is not retried (see docs/dlq.md).
+
 Safety: --delete-source removes messages from a limits stream and needs
---yes when not run in a terminal; --dry-run lists what would move and
-changes nothing. -o jsonl prints one record per dead message; the summary
-goes to stderr. Exit 4 when any message failed.`,
+--yes when not run in a terminal; --dry-run says what would move and
+changes nothing. Exit 4 when any message failed.`,
 		Example: `  jetctl dlq sweep --stream ORDERS
-  jetctl dlq sweep --stream ORDERS --consumer billing --dry-run
+  jetctl dlq sweep --stream ORDERS --consumer billing --dry-run --list
   jetctl dlq sweep --stream FULFILMENT --scan --max 1000 --rate 200/s -o jsonl
   jetctl dlq sweep --stream ORDERS --delete-source --yes`,
 		Args: cobra.NoArgs,
@@ -74,9 +91,10 @@ goes to stderr. Exit 4 when any message failed.`,
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would move; change nothing")
 	fl.IntVar(&o.max, "max", 0, "stop after this many dead messages")
 	fl.StringVar(&o.rate, "rate", "", "at most this many messages per second (e.g. 100/s)")
-	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long the sweep lock outlives a sweep that died")
+	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long this sweep's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask before deleting source messages (--delete-source)")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
+	o.listFlags.bind(cmd, "dead message")
 	_ = cmd.RegisterFlagCompletionFunc("stream", f.CompleteStreams())
 	_ = cmd.RegisterFlagCompletionFunc("consumer", f.CompleteConsumersOf(func(cmd *cobra.Command, _ []string) string { return o.stream }))
 	return cmd
@@ -101,6 +119,10 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	if err != nil {
 		return err
 	}
+	listRecords, err := o.listFlags.records(p)
+	if err != nil {
+		return err
+	}
 	if o.deleteSource && !o.dryRun {
 		if err := confirmDestructive(f, o.yes, fmt.Sprintf("sweep --delete-source deletes swept messages from stream %s", o.stream)); err != nil {
 			return err
@@ -110,20 +132,24 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	if err != nil {
 		return err
 	}
-	var records []pkgdlq.Record
+	records := []pkgdlq.Record{}
 	var printErr error
 	bar := f.NewProgress(-1, "sweeping", o.noProgress)
 	cfg := pkgdlq.SweepConfig{
 		Stream: o.stream, Consumers: o.consumers, DeleteSource: o.deleteSource, Scan: o.scan, DryRun: o.dryRun,
 		Max: o.max, Rate: rate, LockTTL: ttl,
 		OnRecord: func(r pkgdlq.Record) {
-			if p.Format == "jsonl" {
+			switch {
+			case listRecords && p.Format == "jsonl":
 				if err := p.Item(r); err != nil && printErr == nil {
 					printErr = err
 				}
-				return
+			case listRecords:
+				records = append(records, r)
+			case r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusTooLarge:
+				// The summary names the exceptions, one line each.
+				records = append(records, r)
 			}
-			records = append(records, r)
 		},
 		Progress: func(s pkgdlq.SweepSummary) { bar.Set(int64(s.Found)) },
 	}
@@ -132,25 +158,28 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	if sum == nil {
 		return mapErr(err)
 	}
-	if p.Format != "jsonl" {
-		if records == nil {
-			records = []pkgdlq.Record{}
-		}
+	switch {
+	case listRecords && p.Format != "jsonl":
 		printErr = p.Print(records, func() []output.Table {
+			if len(records) == 0 {
+				return nil
+			}
 			t := output.Table{Header: []string{"seq", "subject", "consumer", "reason", "deliveries", "status", "source", "dlq seq", "size"}}
 			for _, r := range records {
-				status := strings.ReplaceAll(r.Status, "_", " ")
-				if r.Error != "" {
-					status += ": " + r.Error
-				}
 				dlqSeq := ""
 				if r.DLQSeq > 0 {
 					dlqSeq = fmt.Sprint(r.DLQSeq)
 				}
-				t.Row(r.StreamSeq, r.Subject, r.Consumer, r.Reason, r.Deliveries, status, r.Source, dlqSeq, humanize.IBytes(uint64(r.Size)))
+				t.Row(r.StreamSeq, r.Subject, r.Consumer, r.Reason, r.Deliveries, sweepStatus(r), r.Source, dlqSeq, humanize.IBytes(uint64(r.Size)))
 			}
 			return []output.Table{t}
 		})
+	case !listRecords && p.Format != "table":
+		printErr = p.Print(sum, nil)
+	case !listRecords:
+		for _, r := range records {
+			fmt.Fprintf(f.IO.ErrOut, "jetctl: %s seq %d (%s): %s\n", r.Stream, r.StreamSeq, output.Escape(r.Subject), output.Escape(sweepStatus(r)))
+		}
 	}
 	printSweepSummary(f, o, sum)
 	if err != nil {
@@ -160,20 +189,36 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 		return printErr
 	}
 	if sum.Failed > 0 {
-		return exitcode.Newf(exitcode.Partial, "%d dead messages could not be moved; run the sweep again to retry them", sum.Failed)
+		return exitcode.Newf(exitcode.Partial, "%s could not be moved; run the sweep again to retry them", plural(sum.Failed, "dead message", "dead messages"))
 	}
 	return nil
 }
 
+// sweepStatus is a record's status for people: "moved", or "failed: why".
+func sweepStatus(r pkgdlq.Record) string {
+	status := strings.ReplaceAll(r.Status, "_", " ")
+	switch {
+	case r.Error != "":
+		status += ": " + r.Error
+	case r.Status == pkgdlq.StatusTooLarge:
+		status += ": " + r.SourceNote
+	}
+	return status
+}
+
 func printSweepSummary(f *factory.Factory, o *sweepOptions, s *pkgdlq.SweepSummary) {
 	w := f.IO.ErrOut
+	tooLarge := ""
+	if s.TooLarge > 0 {
+		tooLarge = fmt.Sprintf(", %d too large to copy (kept in the source, a pointer in the DLQ)", s.TooLarge)
+	}
 	if o.dryRun {
-		fmt.Fprintf(w, "jetctl: dry run: %d dead messages found in %s, %d would move to %s (%s), %d already moved, %d gone before sweep\n",
-			s.Found, s.Stream, s.WouldMove, s.DLQStream, humanize.IBytes(uint64(s.Bytes)), s.AlreadyMoved, s.Gone)
+		fmt.Fprintf(w, "jetctl: dry run: %s found in %s, %d would move to %s (%s)%s, %d already moved, %d gone before sweep\n",
+			plural(s.Found, "dead message", "dead messages"), s.Stream, s.WouldMove, s.DLQStream, humanize.IBytes(uint64(s.Bytes)), tooLarge, s.AlreadyMoved, s.Gone)
 	} else {
-		fmt.Fprintf(w, "jetctl: swept %s into %s: %d found, %d moved, %d already moved, %d gone before sweep, %d failed; source: %d deleted, %d kept; %d duplicate and %d ignored advisories; %s in %.2fs\n",
-			s.Stream, s.DLQStream, s.Found, s.Moved, s.AlreadyMoved, s.Gone, s.Failed, s.SourceDeleted, s.SourceKept, s.Duplicates, s.Ignored,
-			humanize.IBytes(uint64(s.Bytes)), s.Seconds)
+		fmt.Fprintf(w, "jetctl: swept %s into %s: %d found, %d moved, %d already moved, %d gone before sweep, %d failed%s; source: %d deleted, %d kept; %d duplicate and %d ignored %s; %s in %.2fs\n",
+			s.Stream, s.DLQStream, s.Found, s.Moved, s.AlreadyMoved, s.Gone, s.Failed, tooLarge, s.SourceDeleted, s.SourceKept, s.Duplicates, s.Ignored,
+			english.PluralWord(s.Duplicates+s.Ignored, "advisory", "advisories"), humanize.IBytes(uint64(s.Bytes)), s.Seconds)
 	}
 	for _, skipped := range s.ScanSkipped {
 		fmt.Fprintf(w, "jetctl: scan skipped %s\n", skipped)

@@ -241,7 +241,7 @@ type Table struct {
 func (t *Table) Row(cells ...any) {
 	row := make([]string, len(cells))
 	for i, c := range cells {
-		row[i] = fmt.Sprint(c)
+		row[i] = Escape(fmt.Sprint(c))
 	}
 	t.Rows = append(t.Rows, row)
 }

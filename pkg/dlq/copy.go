@@ -32,6 +32,38 @@ func BuildCopy(n Names, m *envelope.Message, a Advisory, sweptAt time.Time) *nat
 	return &nats.Msg{Subject: n.DLQSubject(m.Seq), Header: h, Data: m.Data}
 }
 
+// HeaderPayloadOmitted is set on a DLQ copy that holds no payload: the
+// dead message was too large to copy with its provenance headers within
+// the server's max_payload. Its value is the payload's size in bytes; the
+// message stays in the source stream (Jetctl-Source-Stream and -Seq).
+const HeaderPayloadOmitted = "Jetctl-Dlq-Payload-Omitted"
+
+// PointerCopy is copy without its payload, marked with
+// HeaderPayloadOmitted: what the DLQ keeps of a message too large to copy.
+func PointerCopy(copy *nats.Msg) *nats.Msg {
+	h := nats.Header{}
+	for k, vs := range copy.Header {
+		h[k] = append([]string(nil), vs...)
+	}
+	h.Set(HeaderPayloadOmitted, strconv.Itoa(len(copy.Data)))
+	return &nats.Msg{Subject: copy.Subject, Header: h}
+}
+
+// WireSize is the size of m as the server counts it against max_payload:
+// the encoded headers plus the payload.
+func WireSize(m *nats.Msg) int64 {
+	size := int64(len(m.Data))
+	if len(m.Header) > 0 {
+		size += int64(len("NATS/1.0\r\n") + len("\r\n"))
+		for k, vs := range m.Header {
+			for _, v := range vs {
+				size += int64(len(k) + len(": ") + len(v) + len("\r\n"))
+			}
+		}
+	}
+	return size
+}
+
 // RedriveHeader is the header a redriven message carries: the original
 // headers restored, jetctl's provenance and DLQ headers dropped, the
 // redrive count incremented and Nats-Msg-Id set to msgID. The original

@@ -73,6 +73,12 @@ func DefaultNames(source, dlqStream string) Names {
 	}
 }
 
+// SweepLockKey is the key of the lease a sweep of stream holds.
+func SweepLockKey(stream string) string { return "sweep." + stream }
+
+// RedriveLockKey is the key of the lease a redrive of dlqStream holds.
+func RedriveLockKey(dlqStream string) string { return "redrive." + dlqStream }
+
 // DLQSubject is the subject of the one DLQ copy of source sequence seq.
 func (n Names) DLQSubject(seq uint64) string { return fmt.Sprintf("%s.%d", n.SubjectPrefix, seq) }
 

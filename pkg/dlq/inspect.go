@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -24,11 +25,14 @@ type Entry struct {
 	Subject      string    `json:"subject"`
 	Consumer     string    `json:"consumer"`
 	Reason       string    `json:"reason"`
-	TermReason   string    `json:"term_reason,omitempty"`
+	TermReason   string    `json:"term_reason"`
 	Deliveries   uint64    `json:"deliveries"`
 	SweptAt      time.Time `json:"swept_at"`
 	Redrives     int       `json:"redrives"`
 	Size         int       `json:"size"`
+	// PayloadOmitted is the size of a payload too large to copy: the DLQ
+	// message holds the headers only, the payload is in the source.
+	PayloadOmitted int `json:"payload_omitted"`
 	// Message is the stored DLQ message.
 	Message *envelope.Message `json:"-"`
 }
@@ -50,6 +54,7 @@ func EntryFrom(m *envelope.Message) Entry {
 	e.SourceSeq, _ = strconv.ParseUint(get(envelope.SourceSeq), 10, 64)
 	e.Deliveries, _ = strconv.ParseUint(get(HeaderDeliveries), 10, 64)
 	e.Redrives, _ = strconv.Atoi(get(HeaderRedrives))
+	e.PayloadOmitted, _ = strconv.Atoi(get(HeaderPayloadOmitted))
 	if t, err := time.Parse(time.RFC3339Nano, get(HeaderSweptAt)); err == nil {
 		e.SweptAt = t
 	} else {
@@ -67,6 +72,7 @@ func (e Entry) Generic() map[string]any {
 		"source_seq": int(e.SourceSeq), "subject": e.Subject, "consumer": e.Consumer, "reason": e.Reason,
 		"term_reason": e.TermReason, "deliveries": int(e.Deliveries),
 		"swept_at": e.SweptAt.UTC().Format(time.RFC3339Nano), "redrives": e.Redrives, "size": e.Size,
+		"payload_omitted": e.PayloadOmitted,
 	}
 	for _, k := range []string{"headers", "data", "data_b64"} {
 		if v, ok := g[k]; ok {
@@ -74,6 +80,38 @@ func (e Entry) Generic() map[string]any {
 		}
 	}
 	return out
+}
+
+// Detail is an entry with its message's headers and payload, as show
+// prints it: the fields of Entry, in the same order and always present,
+// then headers ({} when none) and data (the decoded JSON document or the
+// text) or, for a payload that is not UTF-8, data_b64.
+type Detail struct {
+	Entry
+	Headers map[string][]string `json:"headers"`
+	Data    any                 `json:"data,omitempty"`
+	DataB64 string              `json:"data_b64,omitempty"`
+}
+
+// Detail is e whole.
+func (e Entry) Detail() Detail {
+	d := Detail{Entry: e, Headers: map[string][]string{}}
+	if e.Message == nil {
+		return d
+	}
+	for k, vs := range e.Message.Header {
+		d.Headers[k] = append([]string{}, vs...)
+	}
+	if v, err := e.Message.Field("data_b64"); err == nil && v != nil {
+		d.DataB64, _ = v.(string)
+		return d
+	}
+	d.Data, _ = e.Message.Field("data")
+	if d.Data == nil {
+		// A JSON null payload is null, not a missing field.
+		d.Data = json.RawMessage("null")
+	}
+	return d
 }
 
 // Select chooses DLQ entries.

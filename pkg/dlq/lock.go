@@ -17,8 +17,10 @@ const DefaultLockTTL = 30 * time.Second
 
 // Lock is a lease on a key of the LockBucket: created only if absent, kept
 // alive by its holder, and taken over by anyone once the holder has not
-// renewed it for its TTL (a SIGKILLed sweep blocks the next one for at most
-// the TTL).
+// renewed it for its TTL (the holder's TTL, stored in the lease), or at
+// once when the holder ran on this host, in this process namespace, and
+// its process no longer exists (a SIGKILLed sweep). Unlock removes a lease
+// whatever its state.
 type Lock struct {
 	kv     jetstream.KeyValue
 	key    string
@@ -31,57 +33,162 @@ type Lock struct {
 	closed bool
 }
 
+// lockValue is what a lease stores.
 type lockValue struct {
 	Holder string        `json:"holder"`
 	PID    int           `json:"pid"`
+	PIDNS  string        `json:"pid_ns,omitempty"`
 	Since  time.Time     `json:"since"`
 	TTL    time.Duration `json:"ttl"`
 }
 
-// AcquireLock takes the lock on key, or fails with ErrLocked.
-func AcquireLock(ctx context.Context, js jetstream.JetStream, key string, ttl time.Duration) (*Lock, error) {
-	if ttl <= 0 {
-		ttl = DefaultLockTTL
-	}
+// Lease is a lease as read from the LockBucket.
+type Lease struct {
+	Key    string
+	Holder string
+	PID    int
+	// PIDNS identifies the holder's PID namespace (Linux), "" elsewhere.
+	PIDNS string
+	Since time.Time
+	// TTL is the holder's: the lease expires when the holder has not
+	// renewed it for this long.
+	TTL time.Duration
+	// Renewed is when the holder last renewed it, on the server's clock.
+	Renewed time.Time
+	// Revision is the KV revision of the lease.
+	Revision uint64
+}
+
+// HolderGone reports whether the holder ran on this host, in this
+// process namespace, and its process is gone: then the lease is stale,
+// whatever its TTL says.
+func (l Lease) HolderGone() bool {
+	host, _ := os.Hostname()
+	return l.Holder != "" && l.Holder == host && l.PIDNS == pidNamespace() && l.PID > 0 &&
+		l.PID != os.Getpid() && !processExists(l.PID)
+}
+
+// Expired reports whether the holder has not renewed the lease for its TTL.
+func (l Lease) Expired(now time.Time) bool { return now.Sub(l.Renewed) >= l.TTL }
+
+// Describe says who holds the lease, for messages.
+func (l Lease) Describe() string {
+	return fmt.Sprintf("pid %d on %s since %s", l.PID, l.Holder, l.Since.Format(time.RFC3339))
+}
+
+// ErrLeaseLost: another process took the lease over, or it was unlocked,
+// while its holder was working.
+var ErrLeaseLost = errors.New("lost its lease")
+
+func lockBucket(ctx context.Context, js jetstream.JetStream, create bool) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, LockBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LockBucket, Description: "jetctl dlq sweep and redrive locks", History: 1})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, LockBucket)
 		}
 	}
+	return kv, err
+}
+
+func readLease(ctx context.Context, kv jetstream.KeyValue, key string, defaultTTL time.Duration) (Lease, error) {
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		return Lease{}, err
+	}
+	var v lockValue
+	_ = json.Unmarshal(e.Value(), &v)
+	if v.TTL <= 0 {
+		v.TTL = defaultTTL
+	}
+	return Lease{Key: key, Holder: v.Holder, PID: v.PID, PIDNS: v.PIDNS, Since: v.Since, TTL: v.TTL, Renewed: e.Created(), Revision: e.Revision()}, nil
+}
+
+// AcquireLock takes the lock on key, or fails with ErrLocked naming the
+// holder and unlockHint (the command that removes the lease).
+func AcquireLock(ctx context.Context, js jetstream.JetStream, key string, ttl time.Duration, unlockHint string) (*Lock, error) {
+	if ttl <= 0 {
+		ttl = DefaultLockTTL
+	}
+	kv, err := lockBucket(ctx, js, true)
 	if err != nil {
 		return nil, fmt.Errorf("lock bucket %q: %w", LockBucket, err)
 	}
 	host, _ := os.Hostname()
-	val, _ := json.Marshal(lockValue{Holder: host, PID: os.Getpid(), Since: time.Now().UTC(), TTL: ttl})
+	val, _ := json.Marshal(lockValue{Holder: host, PID: os.Getpid(), PIDNS: pidNamespace(), Since: time.Now().UTC(), TTL: ttl})
 	rev, err := kv.Create(ctx, key, val)
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		e, gerr := kv.Get(ctx, key)
+		held, gerr := readLease(ctx, kv, key, ttl)
+		if errors.Is(gerr, jetstream.ErrKeyNotFound) {
+			// Released between the create and the get: try once more.
+			rev, err = kv.Create(ctx, key, val)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s was taken by another process just now", ErrLocked, key)
+			}
+			return startLock(kv, key, ttl, rev, val), nil
+		}
 		if gerr != nil {
 			return nil, fmt.Errorf("lock %q: %w", key, gerr)
 		}
-		var held lockValue
-		_ = json.Unmarshal(e.Value(), &held)
-		if held.TTL <= 0 {
-			held.TTL = ttl
+		if !held.HolderGone() && !held.Expired(time.Now()) {
+			age := time.Since(held.Renewed)
+			return nil, fmt.Errorf("%w: %s is held by %s (renewed %s ago; it expires %s after its holder stops renewing it, "+
+				"the holder's --lock-ttl); if that process is gone, run: %s",
+				ErrLocked, key, held.Describe(), age.Round(time.Millisecond), held.TTL, unlockHint)
 		}
-		// The entry's time is the holder's last renewal, on the server's clock.
-		age := time.Since(e.Created())
-		if age < held.TTL {
-			return nil, fmt.Errorf("%w: %s is held by pid %d on %s since %s (renewed %s ago; it expires %s after the holder stops renewing it)",
-				ErrLocked, key, held.PID, held.Holder, held.Since.Format(time.RFC3339), age.Round(time.Millisecond), held.TTL)
-		}
-		rev, err = kv.Update(ctx, key, val, e.Revision())
+		rev, err = kv.Update(ctx, key, val, held.Revision)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s was taken over by another process just now", ErrLocked, key)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", key, err)
 	}
+	return startLock(kv, key, ttl, rev, val), nil
+}
+
+func startLock(kv jetstream.KeyValue, key string, ttl time.Duration, rev uint64, val []byte) *Lock {
 	l := &Lock{kv: kv, key: key, ttl: ttl, rev: rev, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew(val)
+	return l
+}
+
+// GetLease reads the lease on key; ErrNoLease when nobody holds it.
+func GetLease(ctx context.Context, js jetstream.JetStream, key string) (Lease, error) {
+	kv, err := lockBucket(ctx, js, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return Lease{}, fmt.Errorf("%w: %s", ErrNoLease, key)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("lock bucket %q: %w", LockBucket, err)
+	}
+	l, err := readLease(ctx, kv, key, DefaultLockTTL)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Lease{}, fmt.Errorf("%w: %s", ErrNoLease, key)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("lock %q: %w", key, err)
+	}
 	return l, nil
+}
+
+// ErrNoLease: nobody holds the lease.
+var ErrNoLease = errors.New("no lease")
+
+// Unlock removes the lease l as it was read: if its holder renewed it
+// since, it is alive and the lease stays (ErrLocked). A live holder whose
+// lease is removed stops at its next renewal.
+func Unlock(ctx context.Context, js jetstream.JetStream, l Lease) error {
+	kv, err := lockBucket(ctx, js, false)
+	if err != nil {
+		return fmt.Errorf("lock bucket %q: %w", LockBucket, err)
+	}
+	if err := kv.Delete(ctx, l.Key, jetstream.LastRevision(l.Revision)); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("%w: %s was renewed or taken over just now: its holder is alive; nothing was changed", ErrLocked, l.Key)
+		}
+		return fmt.Errorf("lock %q: %w", l.Key, err)
+	}
+	return nil
 }
 
 func (l *Lock) renew(val []byte) {
@@ -109,9 +216,20 @@ func (l *Lock) renew(val []byte) {
 	}
 }
 
-// Lost is closed when another process took the lock over (this one failed
-// to renew it in time): the holder must stop.
+// Lost is closed when another process took the lock over or unlocked it
+// (this one failed to renew it in time): the holder must stop.
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
+
+// LostErr is ErrLeaseLost, with the key, once the lease was lost; nil before.
+func (l *Lock) LostErr() error {
+	select {
+	case <-l.lost:
+		return fmt.Errorf("%w %s: another process took it over or unlocked it (it was not renewed within --lock-ttl %s, or jetctl dlq unlock removed it); "+
+			"stopped after the work in flight", ErrLeaseLost, l.key, l.ttl)
+	default:
+		return nil
+	}
+}
 
 // Release gives the lock up.
 func (l *Lock) Release(ctx context.Context) {

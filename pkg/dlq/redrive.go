@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
@@ -89,19 +90,35 @@ func RedriveMsgID(dlqStream string, dlqSeq uint64) string {
 
 // Redrive publishes the selected DLQ messages back to their original
 // subjects and deletes each DLQ copy once its publish is acknowledged.
-func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*RedriveSummary, error) {
+func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (sum *RedriveSummary, err error) {
 	start := time.Now()
-	sum := &RedriveSummary{DLQStream: cfg.DLQStream}
+	sum = &RedriveSummary{DLQStream: cfg.DLQStream}
 	if _, err := js.Stream(ctx, cfg.DLQStream); err != nil {
 		return nil, fmt.Errorf("stream %q: %w", cfg.DLQStream, err)
 	}
 	work := context.WithoutCancel(ctx)
 	if !cfg.DryRun {
-		lock, err := AcquireLock(ctx, js, "redrive."+cfg.DLQStream, cfg.LockTTL)
-		if err != nil {
-			return nil, fmt.Errorf("stream %q: another redrive is running: %w", cfg.DLQStream, err)
+		lock, lerr := AcquireLock(ctx, js, RedriveLockKey(cfg.DLQStream), cfg.LockTTL, "jetctl dlq unlock --redrive --dlq-stream "+cfg.DLQStream)
+		if lerr != nil {
+			return nil, fmt.Errorf("stream %q: another redrive is running: %w", cfg.DLQStream, lerr)
 		}
 		defer lock.Release(work)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-lock.Lost():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		// A lost lease is a failure with its reason, not an interruption.
+		defer func() {
+			if lost := lock.LostErr(); lost != nil && sum != nil {
+				err = fmt.Errorf("stream %q: redrive %w", cfg.DLQStream, lost)
+			}
+		}()
 	}
 	var limiter *rate.Limiter
 	batchSize := 256
@@ -170,7 +187,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*R
 			cfg.Progress(s)
 		}
 	}
-	err := Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
+	err = Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
 		// Interrupted: take no new work; what is in flight is settled below.
 		if err := ctx.Err(); err != nil {
 			return err
@@ -190,8 +207,14 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (*R
 			rec.Status, rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
 			emit(rec)
 			return nil
+		case e.PayloadOmitted > 0:
+			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("the DLQ holds no payload (%d bytes, too large to copy): it is in stream %s at sequence %d",
+				e.PayloadOmitted, e.SourceStream, e.SourceSeq)
+			emit(rec)
+			return nil
 		case cfg.MaxRedrives > 0 && e.Redrives >= cfg.MaxRedrives:
-			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("already redriven %d times (--max-redrives %d)", e.Redrives, cfg.MaxRedrives)
+			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("already redriven %d %s (--max-redrives %d)",
+				e.Redrives, english.PluralWord(e.Redrives, "time", "times"), cfg.MaxRedrives)
 			emit(rec)
 			return nil
 		case cfg.DryRun:

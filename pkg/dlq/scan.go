@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
@@ -57,8 +58,8 @@ func (s *sweeper) scan(ctx context.Context) ([]*item, error) {
 		if ci.NumAckPending == 0 {
 			upTo = ci.Delivered.Stream
 		} else if ci.Delivered.Stream > ci.AckFloor.Stream {
-			s.sum.ScanSkipped = append(s.sum.ScanSkipped, fmt.Sprintf("%s: %d messages pending acknowledgement; sequences %d..%d not scanned",
-				name, ci.NumAckPending, ci.AckFloor.Stream+1, ci.Delivered.Stream))
+			s.sum.ScanSkipped = append(s.sum.ScanSkipped, fmt.Sprintf("%s: %d %s pending acknowledgement; sequences %d..%d not scanned",
+				name, ci.NumAckPending, english.PluralWord(ci.NumAckPending, "message", "messages"), ci.AckFloor.Stream+1, ci.Delivered.Stream))
 		}
 		filters := ci.Config.FilterSubjects
 		if ci.Config.FilterSubject != "" {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -24,6 +25,10 @@ type SetupConfig struct {
 	Replicas int
 	// MaxAge of the DLQ stream (0: keep forever).
 	MaxAge time.Duration
+	// AllConsumers widens an existing capture of named consumers to every
+	// consumer of the stream. Without it (and without Consumers) a run on
+	// an existing setup changes nothing.
+	AllConsumers bool
 	// CaptureMaxAge of the advisory capture stream (default 7d).
 	CaptureMaxAge time.Duration
 	DryRun        bool
@@ -49,17 +54,33 @@ const (
 
 // SetupResult lists the resources of a DLQ.
 type SetupResult struct {
-	Stream    string     `json:"stream"`
+	Stream string `json:"stream"`
+	// Retention is the source stream's retention policy: it decides
+	// whether messages that died before the capture can still be found
+	// (sweep --scan, workqueue and interest only).
+	Retention string     `json:"retention"`
 	Resources []Resource `json:"resources"`
 	// CaptureCreated is true when advisories start being captured now:
 	// earlier ones were never captured.
 	CaptureCreated bool `json:"capture_created"`
+	// NewlyCaptured lists the consumers (or "*", every consumer) whose
+	// advisories are captured from this run on, created or widened: their
+	// earlier advisories were never captured. Empty when nothing changed.
+	NewlyCaptured []string `json:"newly_captured"`
+	// CapturedConsumers are the consumers whose advisories the capture
+	// stream holds after this run ("*": every consumer of the stream).
+	CapturedConsumers []string `json:"captured_consumers"`
 }
 
 // Setup creates what is missing and verifies what exists. Run again, it
-// changes nothing, except to capture the advisories of consumers named
-// for the first time.
+// changes nothing unless asked: consumers named for the first time have
+// their advisories captured too, and AllConsumers widens a capture of
+// named consumers to every consumer. Every check that can refuse the
+// configuration runs before the first change.
 func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*SetupResult, error) {
+	if err := ValidateSetup(cfg); err != nil {
+		return nil, err
+	}
 	src, err := sourceStream(ctx, js, cfg.Stream, cfg.Consumers)
 	if err != nil {
 		return nil, err
@@ -73,37 +94,16 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		captureAge = defaultCaptureMaxAge
 	}
 	n := DefaultNames(cfg.Stream, cfg.DLQStream)
-	res := &SetupResult{Stream: cfg.Stream}
+	res := &SetupResult{Stream: cfg.Stream, Retention: src.CachedInfo().Config.Retention.String(), Resources: []Resource{}, NewlyCaptured: []string{}}
 	add := func(kind, name, action, detail string) {
 		res.Resources = append(res.Resources, Resource{Kind: kind, Name: name, Action: action, Detail: detail})
 	}
 
-	// The capture stream.
-	want := AdvisorySubjects(cfg.Stream, cfg.Consumers)
+	// Look first: everything that can refuse is checked before a change.
 	capture, err := js.Stream(ctx, n.Capture)
+	captureExists := err == nil
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		detail := strings.Join(want, ", ")
-		if cfg.DryRun {
-			add("stream", n.Capture, ActionWouldCreate, detail)
-			break
-		}
-		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:        n.Capture,
-			Description: "Consumer advisories of stream " + cfg.Stream + " captured by jetctl dlq",
-			Subjects:    want,
-			Retention:   jetstream.LimitsPolicy,
-			Storage:     jetstream.FileStorage,
-			Replicas:    replicas,
-			MaxAge:      captureAge,
-			Discard:     jetstream.DiscardOld,
-			Metadata:    map[string]string{MetaSource: cfg.Stream, MetaRole: roleCapture, MetaDLQ: n.DLQ},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
-		}
-		res.CaptureCreated = true
-		add("stream", n.Capture, ActionCreated, detail)
 	case err != nil:
 		return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
 	default:
@@ -114,22 +114,83 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		if dlq := cc.Metadata[MetaDLQ]; cfg.DLQStream != "" && dlq != cfg.DLQStream {
 			return nil, fmt.Errorf("%w: stream %q already sweeps into %q, not %q", ErrInvalid, cfg.Stream, dlq, cfg.DLQStream)
 		}
-		n.DLQ = cc.Metadata[MetaDLQ]
+		if dlq := cc.Metadata[MetaDLQ]; dlq != "" {
+			n.DLQ = dlq
+		}
+	}
+	dlq, err := js.Stream(ctx, n.DLQ)
+	dlqExists := err == nil
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("stream %q: %w", n.DLQ, err)
+	default:
+		dc := dlq.CachedInfo().Config
+		if dc.Metadata[MetaSource] != cfg.Stream || dc.Metadata[MetaRole] != roleDLQ || !slices.Contains(dc.Subjects, n.SubjectPrefix+".>") {
+			return nil, fmt.Errorf("%w: stream %q exists but is not the DLQ of %q (it needs subject %s.> and metadata %s=%s); nothing was changed",
+				ErrInvalid, n.DLQ, cfg.Stream, n.SubjectPrefix, MetaSource, cfg.Stream)
+		}
+	}
+
+	// The capture stream.
+	if !captureExists {
+		want := AdvisorySubjects(cfg.Stream, cfg.Consumers)
+		res.NewlyCaptured = capturedConsumers(want)
+		res.CapturedConsumers = capturedConsumers(want)
+		detail := strings.Join(want, ", ")
+		if cfg.DryRun {
+			add("stream", n.Capture, ActionWouldCreate, detail)
+		} else {
+			_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+				Name:        n.Capture,
+				Description: "Consumer advisories of stream " + cfg.Stream + " captured by jetctl dlq",
+				Subjects:    want,
+				Retention:   jetstream.LimitsPolicy,
+				Storage:     jetstream.FileStorage,
+				Replicas:    replicas,
+				MaxAge:      captureAge,
+				Discard:     jetstream.DiscardOld,
+				Metadata:    map[string]string{MetaSource: cfg.Stream, MetaRole: roleCapture, MetaDLQ: n.DLQ},
+			})
+			if err != nil {
+				return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
+			}
+			res.CaptureCreated = true
+			add("stream", n.Capture, ActionCreated, detail)
+		}
+	} else {
+		cc := capture.CachedInfo().Config
+		// Without --consumer (or --all-consumers) a run verifies: what
+		// was set up stays as it is.
+		var want []string
+		switch {
+		case cfg.AllConsumers:
+			want = AdvisorySubjects(cfg.Stream, nil)
+		case len(cfg.Consumers) > 0:
+			want = AdvisorySubjects(cfg.Stream, cfg.Consumers)
+		}
 		subjects := mergeSubjects(cc.Subjects, want)
+		res.CapturedConsumers = capturedConsumers(subjects)
 		if slices.Equal(subjects, cc.Subjects) {
 			add("stream", n.Capture, ActionExists, strings.Join(cc.Subjects, ", "))
-			break
+		} else {
+			before := capturedConsumers(cc.Subjects)
+			for _, c := range res.CapturedConsumers {
+				if !slices.Contains(before, c) {
+					res.NewlyCaptured = append(res.NewlyCaptured, c)
+				}
+			}
+			detail := "subjects " + strings.Join(subjects, ", ")
+			if cfg.DryRun {
+				add("stream", n.Capture, ActionWouldUpdate, detail)
+			} else {
+				cc.Subjects = subjects
+				if _, err := js.UpdateStream(ctx, cc); err != nil {
+					return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
+				}
+				add("stream", n.Capture, ActionUpdated, detail)
+			}
 		}
-		detail := "subjects " + strings.Join(subjects, ", ")
-		if cfg.DryRun {
-			add("stream", n.Capture, ActionWouldUpdate, detail)
-			break
-		}
-		cc.Subjects = subjects
-		if _, err := js.UpdateStream(ctx, cc); err != nil {
-			return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
-		}
-		add("stream", n.Capture, ActionUpdated, detail)
 	}
 
 	// The sweep's durable consumer on it.
@@ -138,14 +199,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 	}
 
 	// The DLQ stream.
-	dlq, err := js.Stream(ctx, n.DLQ)
 	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		detail := n.SubjectPrefix + ".>"
-		if cfg.DryRun {
-			add("stream", n.DLQ, ActionWouldCreate, detail)
-			break
-		}
+	case dlqExists:
+		add("stream", n.DLQ, ActionExists, strings.Join(dlq.CachedInfo().Config.Subjects, ", "))
+	case cfg.DryRun:
+		add("stream", n.DLQ, ActionWouldCreate, n.SubjectPrefix+".>")
+	default:
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        n.DLQ,
 			Description: "Dead letters of stream " + cfg.Stream + " (jetctl dlq)",
@@ -159,18 +218,73 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		if err != nil {
 			return nil, fmt.Errorf("stream %q: %w", n.DLQ, err)
 		}
-		add("stream", n.DLQ, ActionCreated, detail)
-	case err != nil:
-		return nil, fmt.Errorf("stream %q: %w", n.DLQ, err)
-	default:
-		dc := dlq.CachedInfo().Config
-		if dc.Metadata[MetaSource] != cfg.Stream || !slices.Contains(dc.Subjects, n.SubjectPrefix+".>") {
-			return nil, fmt.Errorf("%w: stream %q exists but is not the DLQ of %q (it needs subject %s.> and metadata %s=%s)",
-				ErrInvalid, n.DLQ, cfg.Stream, n.SubjectPrefix, MetaSource, cfg.Stream)
-		}
-		add("stream", n.DLQ, ActionExists, strings.Join(dc.Subjects, ", "))
+		add("stream", n.DLQ, ActionCreated, n.SubjectPrefix+".>")
 	}
 	return res, nil
+}
+
+// ValidateSetup refuses names the server would refuse, or that would make
+// the DLQ one of the streams it is made from.
+func ValidateSetup(cfg SetupConfig) error {
+	if err := ValidStreamName(cfg.Stream); err != nil {
+		return fmt.Errorf("%w: --stream: %v", ErrInvalid, err)
+	}
+	n := DefaultNames(cfg.Stream, cfg.DLQStream)
+	if cfg.DLQStream != "" {
+		if err := ValidStreamName(cfg.DLQStream); err != nil {
+			return fmt.Errorf("%w: --dlq-stream: %v", ErrInvalid, err)
+		}
+	}
+	switch n.DLQ {
+	case cfg.Stream:
+		return fmt.Errorf("%w: --dlq-stream %q is the source stream itself: the DLQ must be another stream", ErrInvalid, n.DLQ)
+	case n.Capture:
+		return fmt.Errorf("%w: --dlq-stream %q is the advisory capture stream: the DLQ must be another stream", ErrInvalid, n.DLQ)
+	}
+	if err := ValidStreamName(n.Capture); err != nil {
+		return fmt.Errorf("%w: capture stream: %v", ErrInvalid, err)
+	}
+	if cfg.AllConsumers && len(cfg.Consumers) > 0 {
+		return fmt.Errorf("%w: --all-consumers and --consumer exclude each other", ErrInvalid)
+	}
+	for _, c := range cfg.Consumers {
+		if c == "" || strings.ContainsAny(c, ".*> \t\r\n") {
+			return fmt.Errorf("%w: invalid --consumer %q", ErrInvalid, c)
+		}
+	}
+	return nil
+}
+
+// ValidStreamName reports why the server would refuse name as a stream
+// name: empty, too long, or with whitespace, '.', '*', '>', a path
+// separator or a control character.
+func ValidStreamName(name string) error {
+	if name == "" {
+		return errors.New("stream name is empty")
+	}
+	if len(name) > 255 {
+		return fmt.Errorf("stream name %q is longer than 255 bytes", name)
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune(".*>/\\", r) {
+			return fmt.Errorf("invalid stream name %q: no whitespace, '.', '*', '>', '/' or '\\'", name)
+		}
+	}
+	return nil
+}
+
+// capturedConsumers names the consumers whose advisories the capture
+// subjects cover; "*" stands for every consumer.
+func capturedConsumers(subjects []string) []string {
+	out := []string{}
+	for _, s := range subjects {
+		c := filterConsumer(s)
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func setupDurable(ctx context.Context, js jetstream.JetStream, n Names, dryRun bool, replicas int, add func(kind, name, action, detail string)) error {

@@ -48,6 +48,10 @@ const (
 	StatusGone         = "gone"
 	StatusFailed       = "failed"
 	StatusWouldMove    = "would_move"
+	// StatusTooLarge: the copy with its provenance headers would exceed
+	// the server's max_payload. The DLQ holds the headers and a pointer
+	// (HeaderPayloadOmitted); the message stays in the source.
+	StatusTooLarge = "too_large"
 )
 
 // Source actions of a Record.
@@ -85,6 +89,7 @@ type SweepSummary struct {
 	AlreadyMoved  int      `json:"already_moved"`
 	Gone          int      `json:"gone_before_sweep"`
 	Failed        int      `json:"failed"`
+	TooLarge      int      `json:"too_large"`
 	WouldMove     int      `json:"would_move,omitempty"`
 	SourceDeleted int      `json:"source_deleted"`
 	SourceKept    int      `json:"source_kept"`
@@ -105,6 +110,10 @@ type item struct {
 	fut  jetstream.PubAckFuture
 	// scanned: found by --scan, not by an advisory.
 	scanned bool
+	// tooLarge: the copy would exceed max_payload; msg is its pointer copy.
+	tooLarge bool
+	// limit names the limit the copy exceeds, for the record's note.
+	limit string
 }
 
 type sweeper struct {
@@ -126,7 +135,7 @@ const sweepWorkers = 16
 // any point and run again, it ends as one uninterrupted run would have.
 // Cancelled, it stops taking advisories, finishes what is in flight and
 // returns ctx's error with the summary.
-func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*SweepSummary, error) {
+func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *SweepSummary, err error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = 256
 	}
@@ -141,7 +150,9 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*Sweep
 	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now()}
 	s.sum = SweepSummary{Stream: cfg.Stream, DLQStream: n.DLQ, Retention: s.retention.String()}
 	if cfg.Scan && s.retention == jetstream.LimitsPolicy {
-		return nil, fmt.Errorf("%w: --scan finds dead messages on workqueue and interest streams only; stream %q has limits retention", ErrInvalid, cfg.Stream)
+		return nil, fmt.Errorf("%w: --scan works on workqueue and interest streams only: stream %q has limits retention, where a message whose advisory was never captured "+
+			"cannot be told apart from one that was processed; sweep without --scan, and copy a known time window of failures with jetctl replay %s --from-time T1 --to-time T2",
+			ErrInvalid, cfg.Stream, cfg.Stream)
 	}
 	if cfg.Rate > 0 {
 		s.limiter = rate.NewLimiter(rate.Limit(cfg.Rate), 1)
@@ -154,9 +165,9 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*Sweep
 	}
 
 	if !cfg.DryRun {
-		lock, err := AcquireLock(ctx, js, "sweep."+cfg.Stream, cfg.LockTTL)
-		if err != nil {
-			return nil, fmt.Errorf("stream %q: another sweep is running: %w", cfg.Stream, err)
+		lock, lerr := AcquireLock(ctx, js, SweepLockKey(cfg.Stream), cfg.LockTTL, "jetctl dlq unlock --stream "+cfg.Stream)
+		if lerr != nil {
+			return nil, fmt.Errorf("stream %q: another sweep is running: %w", cfg.Stream, lerr)
 		}
 		defer lock.Release(context.WithoutCancel(ctx))
 		var cancel context.CancelFunc
@@ -167,6 +178,12 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (*Sweep
 			case <-lock.Lost():
 				cancel()
 			case <-ctx.Done():
+			}
+		}()
+		// A lost lease is a failure with its reason, not an interruption.
+		defer func() {
+			if lost := lock.LostErr(); lost != nil && sum != nil {
+				err = fmt.Errorf("stream %q: sweep %w", cfg.Stream, lost)
 			}
 		}()
 		// Advisories a killed sweep had fetched but not acked come back now,
@@ -399,6 +416,9 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 		}
 		if s.cfg.DryRun {
 			it.rec.Status = StatusWouldMove
+			if WireSize(BuildCopy(s.n, it.src, it.adv, sweptAt)) > s.js.Conn().MaxPayload() {
+				it.rec.Status, it.rec.SourceNote = StatusTooLarge, s.tooLargeNote(it)
+			}
 			continue
 		}
 		if stopped || (s.limiter != nil && s.limiter.Wait(ctx) != nil) || ctx.Err() != nil {
@@ -408,6 +428,10 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 			continue
 		}
 		it.msg = BuildCopy(s.n, it.src, it.adv, sweptAt)
+		if WireSize(it.msg) > s.js.Conn().MaxPayload() {
+			it.msg, it.tooLarge = PointerCopy(it.msg), true
+		}
+		it.limit = fmt.Sprintf("the server's max_payload (%d bytes)", s.js.Conn().MaxPayload())
 		fut, err := s.js.PublishMsgAsync(it.msg)
 		if err != nil {
 			s.publishSync(work, it)
@@ -425,6 +449,7 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 		case err := <-it.fut.Err():
 			s.published(it, nil, err)
 			if it.rec.Status == StatusFailed {
+				it.rec.Error = ""
 				s.publishSync(work, it)
 			}
 		case <-time.After(2 * s.api.Timeout):
@@ -438,6 +463,11 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 	}
 	parallel(len(items), sweepWorkers, func(i int) {
 		it := items[i]
+		if it.src != nil && it.rec.Status == StatusTooLarge {
+			// Only a pointer is in the DLQ: the payload stays where it is.
+			it.rec.Source, it.rec.SourceNote = SourceKept, s.tooLargeNote(it)
+			return
+		}
 		if it.src == nil || (it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved) {
 			return
 		}
@@ -480,20 +510,53 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 
 func (s *sweeper) publishSync(ctx context.Context, it *item) {
 	ack, err := s.js.PublishMsg(ctx, it.msg)
+	if err != nil && !it.tooLarge && isTooLarge(err) {
+		// Larger than the size judged before publishing (e.g. the DLQ
+		// stream's max_msg_size): keep a pointer instead.
+		it.msg, it.tooLarge = PointerCopy(it.msg), true
+		if !errors.Is(err, nats.ErrMaxPayload) {
+			it.limit = "the DLQ stream's max_msg_size"
+		}
+		ack, err = s.js.PublishMsg(ctx, it.msg)
+	}
 	s.published(it, ack, err)
+}
+
+// isTooLarge: the server (or the client, knowing the server's limit)
+// refused the copy for its size; retrying it never helps.
+func isTooLarge(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) ||
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum)
+}
+
+func (s *sweeper) tooLargeNote(it *item) string {
+	limit := it.limit
+	if limit == "" {
+		limit = fmt.Sprintf("the server's max_payload (%d bytes)", s.js.Conn().MaxPayload())
+	}
+	return fmt.Sprintf("payload of %d bytes not copied: with its provenance headers it exceeds %s; "+
+		"the DLQ copy holds the headers, the message stays in %s at sequence %d", len(it.src.Data), limit, s.cfg.Stream, it.src.Seq)
 }
 
 func (s *sweeper) published(it *item, ack *jetstream.PubAck, err error) {
 	var apiErr *jetstream.APIError
 	switch {
+	case err == nil && ack.Duplicate && it.tooLarge:
+		it.rec.Status, it.rec.Error = StatusTooLarge, ""
 	case err == nil && ack.Duplicate:
 		// A retry clears the error of the attempt before it.
 		it.rec.Status, it.rec.Error = StatusAlreadyMoved, ""
+	case err == nil && it.tooLarge:
+		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusTooLarge, "", ack.Sequence
 	case err == nil:
 		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusMoved, "", ack.Sequence
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		// The per-message subject already holds the copy.
+		// The per-message subject already holds the copy (or pointer).
 		it.rec.Status, it.rec.Error = StatusAlreadyMoved, ""
+		if it.tooLarge {
+			it.rec.Status = StatusTooLarge
+		}
 	default:
 		it.rec.Status, it.rec.Error = StatusFailed, "copy not stored: "+err.Error()
 	}
@@ -560,6 +623,8 @@ func (s *sweeper) count(r Record) {
 	case StatusWouldMove:
 		s.sum.WouldMove++
 		s.sum.Bytes += int64(r.Size)
+	case StatusTooLarge:
+		s.sum.TooLarge++
 	}
 	switch r.Source {
 	case SourceDeleted:

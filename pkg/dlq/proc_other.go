@@ -1,0 +1,8 @@
+//go:build !unix
+
+package dlq
+
+// processExists cannot tell here: a lease is taken over after its TTL only.
+func processExists(pid int) bool { return true }
+
+func pidNamespace() string { return "" }
