@@ -111,7 +111,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune})
+	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 			return exitcode.UsageErrorf("apply cancelled; nothing was changed")
 		}
 	}
-	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{OnStep: func(st pkgplan.Step) {
+	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, OnStep: func(st pkgplan.Step) {
 		if st.Error != "" {
 			fmt.Fprintf(f.IO.ErrOut, "%s: %s failed: %s\n", st.Resource, st.Op, st.Error)
 			return

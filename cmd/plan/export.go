@@ -40,6 +40,7 @@ file: YAML reads JSON), and --jq runs on that JSON; -o table is refused.`,
 			if p.Format == "table" {
 				return exitcode.UsageErrorf("export writes a plan file: -o table is not supported (use yaml or json)")
 			}
+			o.LeaderWait = f.Conn.Timeout
 			js, err := f.JetStream(cmd.Context())
 			if err != nil {
 				return err

@@ -59,7 +59,7 @@ destructive changes (replace, delete, data loss) are pending.`,
 			if err != nil {
 				return err
 			}
-			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune})
+			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
 			if err != nil {
 				return err
 			}

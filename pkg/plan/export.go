@@ -20,6 +20,9 @@ type ExportOptions struct {
 	ObjectStores []string
 	// All exports every stream (with its consumers), bucket and object store.
 	All bool
+	// LeaderWait bounds the wait for a stream or consumer without a leader
+	// (see FetchLive).
+	LeaderWait time.Duration
 }
 
 // NotFoundError is a selected resource that does not exist.
@@ -69,7 +72,7 @@ func ExportNode(ctx context.Context, js jetstream.JetStream, opts ExportOptions)
 	for _, s := range opts.Streams {
 		selected[s] = true
 	}
-	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.All || selected[stream] })
+	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.All || selected[stream] }, opts.LeaderWait)
 	if err != nil {
 		return nil, err
 	}

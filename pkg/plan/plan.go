@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -139,6 +140,9 @@ type Options struct {
 	// Prune plans the deletion of managed resources the files no longer
 	// declare.
 	Prune bool
+	// LeaderWait bounds the wait for a stream or consumer without a leader
+	// (see FetchLive); 0 is DefaultLeaderWait.
+	LeaderWait time.Duration
 }
 
 // Make reads the live server and computes the plan for desired.
@@ -147,7 +151,7 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	for _, r := range desired.Resources {
 		wanted[r.StreamName()] = true
 	}
-	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.Prune || wanted[stream] })
+	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.Prune || wanted[stream] }, opts.LeaderWait)
 	if err != nil {
 		return nil, nil, err
 	}
