@@ -20,7 +20,8 @@ type Plugin struct {
 	// jetctl-foo-bar.
 	Name     string   `json:"name"`
 	Path     string   `json:"path"`
-	Warnings []string `json:"warnings,omitempty"`
+	// Warnings is [] when there are none.
+	Warnings []string `json:"warnings"`
 }
 
 // IsBuiltin reports whether a command path (e.g. ["stream", "tail"]) names
@@ -85,7 +86,7 @@ func List(pathEnv string, builtin IsBuiltin) []Plugin {
 			if !strings.HasPrefix(e.Name(), Prefix) || e.IsDir() {
 				continue
 			}
-			p := Plugin{Name: commandName(e.Name()), Path: filepath.Join(dir, e.Name())}
+			p := Plugin{Name: commandName(e.Name()), Path: filepath.Join(dir, e.Name()), Warnings: []string{}}
 			info, err := os.Stat(p.Path)
 			if err != nil {
 				continue

@@ -59,8 +59,9 @@ type Plan struct {
 	Summary     Summary         `json:"summary"`
 	Resources   []*ResourcePlan `json:"resources"`
 	// Ignored are resources that --prune leaves alone because jetctl did not
-	// create them.
-	Ignored []Ignored `json:"ignored,omitempty"`
+	// create them. Like every list in the JSON plan it is [] when empty,
+	// never null or absent, so that `--jq '.ignored[]'` works.
+	Ignored []Ignored `json:"ignored"`
 }
 
 // Summary counts the actions.
@@ -88,8 +89,8 @@ type ResourcePlan struct {
 	// jetctl last applied it.
 	Drift    bool          `json:"drift"`
 	Managed  bool          `json:"managed"`
-	Changes  []FieldChange `json:"changes,omitempty"`
-	Warnings []string      `json:"warnings,omitempty"`
+	Changes  []FieldChange `json:"changes"`
+	Warnings []string      `json:"warnings"`
 	// LiveFingerprint identifies the live config ("" when absent).
 	LiveFingerprint string `json:"live_fingerprint"`
 	// Config is the declared config, in the server's JSON form.
@@ -349,11 +350,21 @@ func prune(p *Plan, desired *Desired, live *Live) {
 	}
 }
 
-// finish counts the summary and the fingerprint.
+// finish counts the summary and the fingerprint, and makes every empty
+// list [] rather than null.
 func finish(p *Plan) {
 	s := Summary{}
 	h := sha256.New()
+	if p.Ignored == nil {
+		p.Ignored = []Ignored{}
+	}
 	for _, r := range p.Resources {
+		if r.Changes == nil {
+			r.Changes = []FieldChange{}
+		}
+		if r.Warnings == nil {
+			r.Warnings = []string{}
+		}
 		switch r.Action {
 		case ActionCreate:
 			s.Add++
