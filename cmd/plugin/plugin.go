@@ -18,8 +18,8 @@ const Prefix = "jetctl-"
 type Plugin struct {
 	// Name is the command the plugin adds, with spaces: "foo bar" for
 	// jetctl-foo-bar.
-	Name     string   `json:"name"`
-	Path     string   `json:"path"`
+	Name string `json:"name"`
+	Path string `json:"path"`
 	// Warnings is [] when there are none.
 	Warnings []string `json:"warnings"`
 }
