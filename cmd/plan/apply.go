@@ -50,8 +50,10 @@ Safety:
                     change that removes messages. Without it apply exits 9
                     and changes nothing.
   --yes             apply without asking (--auto-approve is the same). In a
-                    terminal apply asks for confirmation; elsewhere it
-                    refuses to change anything without --yes (exit 2).
+                    terminal apply asks for confirmation, and any answer
+                    but "yes" cancels it (exit 1, as in terraform);
+                    elsewhere it refuses to change anything without --yes
+                    (exit 2).
   --prune           delete resources jetctl created (metadata
                     io.jetctl.managed: "true") that the files no longer
                     declare. Resources jetctl did not create are listed as
@@ -122,7 +124,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	}
 	text := textOutput(f, p.Format)
 	if text {
-		printPlan(f.IO.Out, pl)
+		printPlan(f.IO.Out, pl, o.AllowDestroy)
 	}
 	if !pl.Changed() || o.DryRun {
 		if text {
@@ -138,7 +140,8 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 			return exitcode.UsageErrorf("apply changes the server: pass --yes (or --auto-approve) when not running in a terminal; nothing was changed")
 		}
 		if !confirm(f) {
-			return exitcode.UsageErrorf("apply cancelled; nothing was changed")
+			// Not invalid input: exit 1, as terraform does.
+			return exitcode.Newf(exitcode.Failure, "apply cancelled; nothing was changed")
 		}
 	}
 	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, OnStep: func(st pkgplan.Step) {

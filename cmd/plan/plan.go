@@ -64,7 +64,7 @@ destructive changes (replace, delete, data loss) are pending.`,
 				return err
 			}
 			if textOutput(f, p.Format) {
-				printPlan(f.IO.Out, pl)
+				printPlan(f.IO.Out, pl, false)
 			} else if err := p.Print(pl, nil); err != nil {
 				return err
 			}

@@ -151,10 +151,12 @@ func unwrap(err error) error {
 	return err
 }
 
-// printPlan renders p terraform-style, for people.
-func printPlan(w io.Writer, p *pkgplan.Plan) {
+// printPlan renders p terraform-style, for people. destroyAllowed is
+// apply's --allow-destroy: the last line says whether the data loss is
+// allowed or what allowing it takes.
+func printPlan(w io.Writer, p *pkgplan.Plan, destroyAllowed bool) {
 	if !p.Changed() {
-		fmt.Fprintf(w, "No changes. The server matches the plan files (%d resources).\n", len(p.Resources))
+		fmt.Fprintf(w, "No changes. The server matches the plan files (%s).\n", plural(len(p.Resources), "resource"))
 	} else {
 		fmt.Fprintln(w, "jetctl will perform the following actions:")
 		var prev *pkgplan.ResourcePlan
@@ -200,10 +202,21 @@ func printPlan(w io.Writer, p *pkgplan.Plan) {
 	if p.Changed() {
 		s := p.Summary
 		fmt.Fprintf(w, "\nPlan: %d to add, %d to change, %d to replace, %d to destroy.\n", s.Add, s.Change, s.Replace, s.Destroy)
-		if s.Destructive {
+		switch {
+		case s.Destructive && destroyAllowed:
+			fmt.Fprintln(w, "This plan loses data, as --allow-destroy allows.")
+		case s.Destructive:
 			fmt.Fprintln(w, "This plan loses data: apply needs --allow-destroy.")
 		}
 	}
+}
+
+// plural is "1 resource", "2 resources".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func hasDetails(r *pkgplan.ResourcePlan) bool { return len(r.Changes) > 0 || len(r.Warnings) > 0 }
