@@ -63,6 +63,8 @@ Safety:
                     against (exit 1 otherwise, naming what changed).
   --dry-run         print the plan and stop: the same as "jetctl plan".
 
+Apply plans first, so what the server would refuse and can be known ahead
+stops it with exit 2 before the first change (see "jetctl plan --help").
 A failure midway stops apply: it prints what was done and what was not and
 exits 4. Running it again converges.`,
 		Example: `  jetctl apply -f examples/orders.yaml --yes
@@ -115,7 +117,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	}
 	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
 	if err != nil {
-		return err
+		return planError(f, err)
 	}
 	if saved != nil {
 		if err := pkgplan.CheckStale(saved, pl); err != nil {

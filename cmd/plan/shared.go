@@ -54,16 +54,28 @@ func (o *fileOptions) load(f *factory.Factory) (*pkgplan.Desired, error) {
 	desired, err := pkgplan.Load(sources, lookup)
 	var verr *pkgplan.ValidationError
 	if errors.As(err, &verr) {
-		for _, p := range verr.Problems {
-			fmt.Fprintln(f.IO.ErrOut, p.String())
-		}
-		noun := "problems"
-		if len(verr.Problems) == 1 {
-			noun = "problem"
-		}
-		return nil, exitcode.Newf(exitcode.Usage, "%d %s in the plan files; nothing was contacted", len(verr.Problems), noun)
+		return nil, reportProblems(f, verr.Problems, "in the plan files; nothing was contacted")
 	}
 	return desired, err
+}
+
+// planError maps pkgplan.Make's errors: what the server would refuse is
+// invalid input (exit 2), listed like the plan files' problems.
+func planError(f *factory.Factory, err error) error {
+	var rerr *pkgplan.RefusedError
+	if errors.As(err, &rerr) {
+		return reportProblems(f, rerr.Problems, "the server would refuse; nothing was changed")
+	}
+	return err
+}
+
+// reportProblems prints each problem as file:line:column: message and
+// returns the exit-2 error that counts them.
+func reportProblems(f *factory.Factory, problems []pkgplan.Problem, what string) error {
+	for _, p := range problems {
+		fmt.Fprintln(f.IO.ErrOut, p.String())
+	}
+	return exitcode.Newf(exitcode.Usage, "%s %s", plural(len(problems), "problem"), what)
 }
 
 // readSources reads the plan files from disk; a path under examples/

@@ -146,7 +146,10 @@ type Options struct {
 	LeaderWait time.Duration
 }
 
-// Make reads the live server and computes the plan for desired.
+// Make reads the live server and computes the plan for desired. What the
+// server would refuse and can be known ahead (see CheckServer) is a
+// *RefusedError: apply calls Make before its first change, so a refused
+// resource leaves everything untouched.
 func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Options) (*Plan, *Live, error) {
 	wanted := map[string]bool{}
 	for _, r := range desired.Resources {
@@ -162,6 +165,13 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	}
 	if err := assessDataLoss(ctx, js, p, live); err != nil {
 		return nil, nil, err
+	}
+	lim, err := FetchServerLimits(ctx, js)
+	if err != nil {
+		return nil, nil, err
+	}
+	if problems := CheckServer(p, live, lim); len(problems) > 0 {
+		return nil, nil, &RefusedError{Problems: problems}
 	}
 	return p, live, nil
 }
