@@ -50,8 +50,10 @@ Safety:
                     change that removes messages. Without it apply exits 9
                     and changes nothing.
   --yes             apply without asking (--auto-approve is the same). In a
-                    terminal apply asks for confirmation; elsewhere it
-                    refuses to change anything without --yes (exit 2).
+                    terminal apply asks for confirmation, and any answer
+                    but "yes" cancels it (exit 1, as in terraform);
+                    elsewhere it refuses to change anything without --yes
+                    (exit 2).
   --prune           delete resources jetctl created (metadata
                     io.jetctl.managed: "true") that the files no longer
                     declare. Resources jetctl did not create are listed as
@@ -61,6 +63,8 @@ Safety:
                     against (exit 1 otherwise, naming what changed).
   --dry-run         print the plan and stop: the same as "jetctl plan".
 
+Apply plans first, so what the server would refuse and can be known ahead
+stops it with exit 2 before the first change (see "jetctl plan --help").
 A failure midway stops apply: it prints what was done and what was not and
 exits 4. Running it again converges.`,
 		Example: `  jetctl apply -f examples/orders.yaml --yes
@@ -111,9 +115,9 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune})
+	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
 	if err != nil {
-		return err
+		return planError(f, err)
 	}
 	if saved != nil {
 		if err := pkgplan.CheckStale(saved, pl); err != nil {
@@ -122,7 +126,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	}
 	text := textOutput(f, p.Format)
 	if text {
-		printPlan(f.IO.Out, pl)
+		printPlan(f.IO.Out, pl, o.AllowDestroy)
 	}
 	if !pl.Changed() || o.DryRun {
 		if text {
@@ -138,10 +142,11 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 			return exitcode.UsageErrorf("apply changes the server: pass --yes (or --auto-approve) when not running in a terminal; nothing was changed")
 		}
 		if !confirm(f) {
-			return exitcode.UsageErrorf("apply cancelled; nothing was changed")
+			// Not invalid input: exit 1, as terraform does.
+			return exitcode.Newf(exitcode.Failure, "apply cancelled; nothing was changed")
 		}
 	}
-	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{OnStep: func(st pkgplan.Step) {
+	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, OnStep: func(st pkgplan.Step) {
 		if st.Error != "" {
 			fmt.Fprintf(f.IO.ErrOut, "%s: %s failed: %s\n", st.Resource, st.Op, st.Error)
 			return

@@ -24,7 +24,7 @@ same server shows no changes.
 
 Export only reads. -o json writes the same document as JSON (also a plan
 file: YAML reads JSON), and --jq runs on that JSON; -o table is refused.`,
-		Example: `  jetctl export --all > plans/live.yaml
+		Example: `  jetctl export --all > live.yaml
   jetctl export --stream ORDERS --kv config
   jetctl export --all | jetctl plan -f /dev/stdin
   jetctl export --all --jq '.streams[].name'`,
@@ -40,6 +40,7 @@ file: YAML reads JSON), and --jq runs on that JSON; -o table is refused.`,
 			if p.Format == "table" {
 				return exitcode.UsageErrorf("export writes a plan file: -o table is not supported (use yaml or json)")
 			}
+			o.LeaderWait = f.Conn.Timeout
 			js, err := f.JetStream(cmd.Context())
 			if err != nil {
 				return err

@@ -37,6 +37,11 @@ last apply are listed as drift.
 Server defaults and the server's own _nats.* metadata are normalised away,
 so a plan right after apply shows no changes. Planning only reads.
 
+What the server would refuse and can be known ahead (more replicas than
+the server or cluster keeps, a workqueue consumer without explicit acks or
+whose filters overlap another's, ...) is reported as file:line:column,
+exit 2, as are problems in the files.
+
 -o json prints the versioned machine plan, which "jetctl apply --plan-file"
 applies as long as the server still matches it.
 
@@ -59,12 +64,12 @@ destructive changes (replace, delete, data loss) are pending.`,
 			if err != nil {
 				return err
 			}
-			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune})
+			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
 			if err != nil {
-				return err
+				return planError(f, err)
 			}
 			if textOutput(f, p.Format) {
-				printPlan(f.IO.Out, pl)
+				printPlan(f.IO.Out, pl, false)
 			} else if err := p.Print(pl, nil); err != nil {
 				return err
 			}

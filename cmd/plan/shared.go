@@ -54,16 +54,28 @@ func (o *fileOptions) load(f *factory.Factory) (*pkgplan.Desired, error) {
 	desired, err := pkgplan.Load(sources, lookup)
 	var verr *pkgplan.ValidationError
 	if errors.As(err, &verr) {
-		for _, p := range verr.Problems {
-			fmt.Fprintln(f.IO.ErrOut, p.String())
-		}
-		noun := "problems"
-		if len(verr.Problems) == 1 {
-			noun = "problem"
-		}
-		return nil, exitcode.Newf(exitcode.Usage, "%d %s in the plan files; nothing was contacted", len(verr.Problems), noun)
+		return nil, reportProblems(f, verr.Problems, "in the plan files; nothing was contacted")
 	}
 	return desired, err
+}
+
+// planError maps pkgplan.Make's errors: what the server would refuse is
+// invalid input (exit 2), listed like the plan files' problems.
+func planError(f *factory.Factory, err error) error {
+	var rerr *pkgplan.RefusedError
+	if errors.As(err, &rerr) {
+		return reportProblems(f, rerr.Problems, "the server would refuse; nothing was changed")
+	}
+	return err
+}
+
+// reportProblems prints each problem as file:line:column: message and
+// returns the exit-2 error that counts them.
+func reportProblems(f *factory.Factory, problems []pkgplan.Problem, what string) error {
+	for _, p := range problems {
+		fmt.Fprintln(f.IO.ErrOut, p.String())
+	}
+	return exitcode.Newf(exitcode.Usage, "%s %s", plural(len(problems), "problem"), what)
 }
 
 // readSources reads the plan files from disk; a path under examples/
@@ -151,10 +163,12 @@ func unwrap(err error) error {
 	return err
 }
 
-// printPlan renders p terraform-style, for people.
-func printPlan(w io.Writer, p *pkgplan.Plan) {
+// printPlan renders p terraform-style, for people. destroyAllowed is
+// apply's --allow-destroy: the last line says whether the data loss is
+// allowed or what allowing it takes.
+func printPlan(w io.Writer, p *pkgplan.Plan, destroyAllowed bool) {
 	if !p.Changed() {
-		fmt.Fprintf(w, "No changes. The server matches the plan files (%d resources).\n", len(p.Resources))
+		fmt.Fprintf(w, "No changes. The server matches the plan files (%s).\n", plural(len(p.Resources), "resource"))
 	} else {
 		fmt.Fprintln(w, "jetctl will perform the following actions:")
 		var prev *pkgplan.ResourcePlan
@@ -200,10 +214,21 @@ func printPlan(w io.Writer, p *pkgplan.Plan) {
 	if p.Changed() {
 		s := p.Summary
 		fmt.Fprintf(w, "\nPlan: %d to add, %d to change, %d to replace, %d to destroy.\n", s.Add, s.Change, s.Replace, s.Destroy)
-		if s.Destructive {
+		switch {
+		case s.Destructive && destroyAllowed:
+			fmt.Fprintln(w, "This plan loses data, as --allow-destroy allows.")
+		case s.Destructive:
 			fmt.Fprintln(w, "This plan loses data: apply needs --allow-destroy.")
 		}
 	}
+}
+
+// plural is "1 resource", "2 resources".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func hasDetails(r *pkgplan.ResourcePlan) bool { return len(r.Changes) > 0 || len(r.Warnings) > 0 }

@@ -18,9 +18,10 @@ const Prefix = "jetctl-"
 type Plugin struct {
 	// Name is the command the plugin adds, with spaces: "foo bar" for
 	// jetctl-foo-bar.
-	Name     string   `json:"name"`
-	Path     string   `json:"path"`
-	Warnings []string `json:"warnings,omitempty"`
+	Name string `json:"name"`
+	Path string `json:"path"`
+	// Warnings is [] when there are none.
+	Warnings []string `json:"warnings"`
 }
 
 // IsBuiltin reports whether a command path (e.g. ["stream", "tail"]) names
@@ -85,7 +86,7 @@ func List(pathEnv string, builtin IsBuiltin) []Plugin {
 			if !strings.HasPrefix(e.Name(), Prefix) || e.IsDir() {
 				continue
 			}
-			p := Plugin{Name: commandName(e.Name()), Path: filepath.Join(dir, e.Name())}
+			p := Plugin{Name: commandName(e.Name()), Path: filepath.Join(dir, e.Name()), Warnings: []string{}}
 			info, err := os.Stat(p.Path)
 			if err != nil {
 				continue

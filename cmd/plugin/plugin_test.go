@@ -56,7 +56,7 @@ func TestListWarnings(t *testing.T) {
 
 	got := List(a+string(os.PathListSeparator)+b, builtin)
 	want := []Plugin{
-		{Name: "hello", Path: filepath.Join(a, "jetctl-hello")},
+		{Name: "hello", Path: filepath.Join(a, "jetctl-hello"), Warnings: []string{}}, // [] in JSON, not null
 		{Name: "status", Path: filepath.Join(a, "jetctl-status"), Warnings: []string{`named like built-in command "status", which wins: it never runs`}},
 		{Name: "hello", Path: filepath.Join(b, "jetctl-hello"), Warnings: []string{"shadowed by " + filepath.Join(a, "jetctl-hello")}},
 		{Name: "off", Path: filepath.Join(b, "jetctl-off"), Warnings: []string{"not executable"}},

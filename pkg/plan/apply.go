@@ -60,6 +60,9 @@ func (e *VerifyError) Error() string {
 type ApplyOptions struct {
 	// OnStep is called after each step, successful or not.
 	OnStep func(Step)
+	// LeaderWait bounds the wait, when reading back, for a stream or
+	// consumer whose group is still electing a leader (see FetchLive).
+	LeaderWait time.Duration
 }
 
 // Apply makes the server match p: deletions first (consumers before their
@@ -94,16 +97,16 @@ func Apply(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live, opt
 			opts.OnStep(st)
 		}
 	}
-	return res, verify(ctx, js, p)
+	return res, verify(ctx, js, p, opts.LeaderWait)
 }
 
 // verify plans again and reports every field that still differs.
-func verify(ctx context.Context, js jetstream.JetStream, p *Plan) error {
+func verify(ctx context.Context, js jetstream.JetStream, p *Plan, leaderWait time.Duration) error {
 	desired, err := DesiredFromPlan(p)
 	if err != nil {
 		return err
 	}
-	again, _, err := Make(ctx, js, desired, Options{Prune: p.Prune})
+	again, _, err := Make(ctx, js, desired, Options{Prune: p.Prune, LeaderWait: leaderWait})
 	if err != nil {
 		return fmt.Errorf("reading back after apply: %w", err)
 	}

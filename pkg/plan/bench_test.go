@@ -63,7 +63,7 @@ func BenchmarkCompute200x5(b *testing.B) {
 	if _, err := Apply(ctx, js, p, live, ApplyOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	live, err = FetchLive(ctx, js, func(string) bool { return true })
+	live, err = FetchLive(ctx, js, func(string) bool { return true }, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

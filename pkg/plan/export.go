@@ -20,6 +20,9 @@ type ExportOptions struct {
 	ObjectStores []string
 	// All exports every stream (with its consumers), bucket and object store.
 	All bool
+	// LeaderWait bounds the wait for a stream or consumer without a leader
+	// (see FetchLive).
+	LeaderWait time.Duration
 }
 
 // NotFoundError is a selected resource that does not exist.
@@ -54,13 +57,43 @@ func Export(ctx context.Context, js jetstream.JetStream, opts ExportOptions) ([]
 }
 
 // ExportJSON is Export's document as JSON, in the same order: also a plan
-// file (YAML reads JSON).
+// file (YAML reads JSON). Unlike the YAML, it always has the lists
+// streams, kv, object_stores and each stream's consumers, [] when empty,
+// so that `--jq '.kv[]'` works on any server.
 func ExportJSON(ctx context.Context, js jetstream.JetStream, opts ExportOptions) (json.RawMessage, error) {
 	root, err := ExportNode(ctx, js, opts)
 	if err != nil {
 		return nil, err
 	}
-	return appendNodeJSON(nil, root)
+	return appendNodeJSON(nil, withEmptyLists(root))
+}
+
+// withEmptyLists adds the lists an export document leaves out when empty.
+func withEmptyLists(root *yaml.Node) *yaml.Node {
+	get := func(m *yaml.Node, key string) *yaml.Node {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i+1]
+			}
+		}
+		return nil
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode}
+	for _, key := range []string{"streams", "kv", "object_stores"} {
+		seq := get(root, key)
+		if seq == nil {
+			seq = &yaml.Node{Kind: yaml.SequenceNode}
+		}
+		if key == "streams" {
+			for _, s := range seq.Content {
+				if get(s, "consumers") == nil {
+					s.Content = append(s.Content, scalar("consumers"), &yaml.Node{Kind: yaml.SequenceNode})
+				}
+			}
+		}
+		out.Content = append(out.Content, scalar(key), seq)
+	}
+	return out
 }
 
 // ExportNode is Export's document as a YAML node tree.
@@ -69,7 +102,7 @@ func ExportNode(ctx context.Context, js jetstream.JetStream, opts ExportOptions)
 	for _, s := range opts.Streams {
 		selected[s] = true
 	}
-	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.All || selected[stream] })
+	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.All || selected[stream] }, opts.LeaderWait)
 	if err != nil {
 		return nil, err
 	}

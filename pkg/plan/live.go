@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -20,10 +23,26 @@ type Live struct {
 // fetchParallelism bounds the consumer listings in flight at once.
 const fetchParallelism = 16
 
+// DefaultLeaderWait is how long FetchLive waits for a stream or consumer
+// that has no leader to answer, when the caller gives no wait.
+const DefaultLeaderWait = 5 * time.Second
+
 // FetchLive lists every stream with the paged list API, then the consumers
 // of each stream for which wantConsumers is true, concurrently. It needs
 // only read access.
-func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(stream string) bool) (*Live, error) {
+//
+// In a cluster the list APIs leave out a stream or consumer whose group
+// has no leader at that moment (an election after a scale, a restart or a
+// step-down): the server gives up on it after 4s and names it only in a
+// "missing" list that nats.go drops. Taking that for "does not exist" would
+// plan a create of a stream that is there. So FetchLive also lists the
+// names, which the meta leader knows without asking the groups, and asks
+// for each left-out one until it answers, for at most leaderWait
+// (DefaultLeaderWait when 0).
+func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(stream string) bool, leaderWait time.Duration) (*Live, error) {
+	if leaderWait <= 0 {
+		leaderWait = DefaultLeaderWait
+	}
 	live := &Live{Streams: map[string]*jetstream.StreamInfo{}, Consumers: map[string]map[string]*jetstream.ConsumerInfo{}}
 	lister := js.ListStreams(ctx)
 	for si := range lister.Info() {
@@ -31,6 +50,32 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 	}
 	if err := lister.Err(); err != nil {
 		return nil, fmt.Errorf("listing streams: %w", err)
+	}
+	names := js.StreamNames(ctx)
+	var leftOut []string
+	for name := range names.Name() {
+		if live.Streams[name] == nil {
+			leftOut = append(leftOut, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("listing stream names: %w", err)
+	}
+	for _, name := range leftOut {
+		si, err := waitForLeader(ctx, leaderWait, "stream "+strconv.Quote(name), func(ctx context.Context) (*jetstream.StreamInfo, error) {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			return s.CachedInfo(), nil
+		})
+		if errors.Is(err, errGone) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		live.Streams[name] = si
 	}
 	var (
 		mu       sync.Mutex
@@ -47,7 +92,7 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			consumers, err := listConsumers(ctx, js, name)
+			consumers, err := listConsumers(ctx, js, name, leaderWait)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -66,23 +111,113 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 	return live, nil
 }
 
-func listConsumers(ctx context.Context, js jetstream.JetStream, stream string) (map[string]*jetstream.ConsumerInfo, error) {
+func listConsumers(ctx context.Context, js jetstream.JetStream, stream string, leaderWait time.Duration) (map[string]*jetstream.ConsumerInfo, error) {
 	out := map[string]*jetstream.ConsumerInfo{}
-	s, err := js.Stream(ctx, stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	label := "stream " + strconv.Quote(stream)
+	s, err := waitForLeader(ctx, leaderWait, label, func(ctx context.Context) (jetstream.Stream, error) {
+		return js.Stream(ctx, stream)
+	})
+	if errors.Is(err, errGone) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", stream, err)
+		return nil, err
 	}
 	lister := s.ListConsumers(ctx)
 	for ci := range lister.Info() {
 		out[ci.Name] = ci
 	}
 	if err := lister.Err(); err != nil {
-		return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, err)
+		return nil, fmt.Errorf("%s: listing consumers: %w", label, err)
+	}
+	// As with streams: a consumer without a leader is left out of the list.
+	names := s.ConsumerNames(ctx)
+	var leftOut []string
+	for name := range names.Name() {
+		if out[name] == nil {
+			leftOut = append(leftOut, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("%s: listing consumer names: %w", label, err)
+	}
+	for _, name := range leftOut {
+		ci, err := waitForLeader(ctx, leaderWait, label+": consumer "+strconv.Quote(name), func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+			c, err := s.Consumer(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			return c.CachedInfo(), nil
+		})
+		if errors.Is(err, errGone) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[name] = ci
 	}
 	return out, nil
+}
+
+// errGone is a stream or consumer deleted while it was being read.
+var errGone = errors.New("gone")
+
+// leaderPoll bounds one info request while waiting for a leader: a group
+// without a leader does not answer at all, so a request that waits for
+// the whole leaderWait would miss a leader elected in the meantime.
+const leaderPoll = time.Second
+
+// waitForLeader runs get until it answers, for at most wait: an info
+// request about a stream or consumer without a leader times out or gets
+// "cluster not available". Not found is errGone.
+func waitForLeader[T any](ctx context.Context, wait time.Duration, label string, get func(context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(wait)
+	pause := 50 * time.Millisecond
+	for {
+		attempt, cancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(leaderPoll)))
+		v, err := get(attempt)
+		cancel()
+		switch {
+		case err == nil:
+			return v, nil
+		case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrConsumerNotFound):
+			return v, errGone
+		case ctx.Err() != nil:
+			return v, ctx.Err()
+		case !leaderless(err):
+			return v, fmt.Errorf("%s: %w", label, err)
+		case !time.Now().Before(deadline):
+			return v, fmt.Errorf("%s: no leader answered within %s (the cluster may still be electing one; try again, or give a longer --timeout): %w", label, wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(min(pause, time.Until(deadline))):
+		}
+		pause = min(2*pause, 500*time.Millisecond)
+	}
+}
+
+// leaderless reports whether err is what a request about a group without
+// a leader gets: no reply in time, or "JetStream cluster not available".
+func leaderless(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jsErrClusterNotAvailable
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+}
+
+// jsErrClusterNotAvailable is the server's "JetStream system temporarily
+// unavailable" while a group or the meta layer has no leader.
+const jsErrClusterNotAvailable jetstream.ErrorCode = 10008
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func isBucketStream(name string) bool {

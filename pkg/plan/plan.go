@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -58,8 +59,9 @@ type Plan struct {
 	Summary     Summary         `json:"summary"`
 	Resources   []*ResourcePlan `json:"resources"`
 	// Ignored are resources that --prune leaves alone because jetctl did not
-	// create them.
-	Ignored []Ignored `json:"ignored,omitempty"`
+	// create them. Like every list in the JSON plan it is [] when empty,
+	// never null or absent, so that `--jq '.ignored[]'` works.
+	Ignored []Ignored `json:"ignored"`
 }
 
 // Summary counts the actions.
@@ -87,8 +89,8 @@ type ResourcePlan struct {
 	// jetctl last applied it.
 	Drift    bool          `json:"drift"`
 	Managed  bool          `json:"managed"`
-	Changes  []FieldChange `json:"changes,omitempty"`
-	Warnings []string      `json:"warnings,omitempty"`
+	Changes  []FieldChange `json:"changes"`
+	Warnings []string      `json:"warnings"`
 	// LiveFingerprint identifies the live config ("" when absent).
 	LiveFingerprint string `json:"live_fingerprint"`
 	// Config is the declared config, in the server's JSON form.
@@ -139,15 +141,21 @@ type Options struct {
 	// Prune plans the deletion of managed resources the files no longer
 	// declare.
 	Prune bool
+	// LeaderWait bounds the wait for a stream or consumer without a leader
+	// (see FetchLive); 0 is DefaultLeaderWait.
+	LeaderWait time.Duration
 }
 
-// Make reads the live server and computes the plan for desired.
+// Make reads the live server and computes the plan for desired. What the
+// server would refuse and can be known ahead (see CheckServer) is a
+// *RefusedError: apply calls Make before its first change, so a refused
+// resource leaves everything untouched.
 func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Options) (*Plan, *Live, error) {
 	wanted := map[string]bool{}
 	for _, r := range desired.Resources {
 		wanted[r.StreamName()] = true
 	}
-	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.Prune || wanted[stream] })
+	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.Prune || wanted[stream] }, opts.LeaderWait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,6 +165,13 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	}
 	if err := assessDataLoss(ctx, js, p, live); err != nil {
 		return nil, nil, err
+	}
+	lim, err := FetchServerLimits(ctx, js)
+	if err != nil {
+		return nil, nil, err
+	}
+	if problems := CheckServer(p, live, lim); len(problems) > 0 {
+		return nil, nil, &RefusedError{Problems: problems}
 	}
 	return p, live, nil
 }
@@ -345,11 +360,21 @@ func prune(p *Plan, desired *Desired, live *Live) {
 	}
 }
 
-// finish counts the summary and the fingerprint.
+// finish counts the summary and the fingerprint, and makes every empty
+// list [] rather than null.
 func finish(p *Plan) {
 	s := Summary{}
 	h := sha256.New()
+	if p.Ignored == nil {
+		p.Ignored = []Ignored{}
+	}
 	for _, r := range p.Resources {
+		if r.Changes == nil {
+			r.Changes = []FieldChange{}
+		}
+		if r.Warnings == nil {
+			r.Warnings = []string{}
+		}
 		switch r.Action {
 		case ActionCreate:
 			s.Add++

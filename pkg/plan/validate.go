@@ -122,6 +122,12 @@ func (l *loader) validate() {
 				streamNames[r.StreamName()] = r
 			}
 		}
+		if r.Kind == KindConsumer {
+			l.checkReplicas(r, r.ConsumerConfig.Replicas)
+		} else {
+			replicas, _ := r.replicasAndPlacement()
+			l.checkReplicas(r, replicas)
+		}
 		switch r.Kind {
 		case KindStream:
 			l.validateStream(r)
@@ -142,6 +148,16 @@ func (l *loader) validate() {
 	}
 	l.validateOverlaps()
 	l.validateWorkQueues(streamNames)
+}
+
+// checkReplicas reports replicas the server refuses whatever its size.
+func (l *loader) checkReplicas(r *Resource, replicas int) {
+	switch {
+	case replicas < 0:
+		l.problemAt(r.at("num_replicas"), "%s: num_replicas: cannot be negative, got %d", r.Label(), replicas)
+	case replicas > maxReplicas:
+		l.problemAt(r.at("num_replicas"), "%s: num_replicas: %d, but the server keeps at most %d", r.Label(), replicas, maxReplicas)
+	}
 }
 
 func (l *loader) checkSubject(r *Resource, path, subject string) {
@@ -239,7 +255,15 @@ func (l *loader) validateConsumer(r *Resource, stream *Resource) {
 	if c.DeliverGroup != "" && c.DeliverSubject == "" {
 		l.problemAt(r.at("deliver_group"), "%s: deliver_group needs deliver_subject", r.Label())
 	}
-	if stream == nil || stream.Kind != KindStream || stream.StreamConfig.Mirror != nil || len(stream.StreamConfig.Sources) > 0 {
+	if stream == nil || stream.Kind != KindStream {
+		return
+	}
+	// The rules of the stream's retention and replicas; for a stream only
+	// on the server, planning checks them (CheckServer).
+	for _, fp := range consumerRules(stream.StreamConfig, c) {
+		l.problemAt(r.at(fp.path), "%s: %s", r.Label(), fp.msg)
+	}
+	if stream.StreamConfig.Mirror != nil || len(stream.StreamConfig.Sources) > 0 {
 		return
 	}
 	subjects := streamSubjects(stream)

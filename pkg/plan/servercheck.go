@@ -1,0 +1,245 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// maxReplicas is the most replicas the server keeps of anything
+// (nats-server's StreamMaxReplicas).
+const maxReplicas = 5
+
+// ServerLimits is what planning knows of the server's limits before
+// changing anything: there is no server-side dry run, so whatever the
+// server would refuse and can be known ahead is checked against these.
+type ServerLimits struct {
+	// Clustered is false for a single server, which keeps one replica only.
+	Clustered bool
+	// Cluster is the name of the cluster the client is connected to.
+	Cluster string
+	// Servers is how many servers the client knows in that cluster (the
+	// URLs it was given and those the cluster advertised); 0 when it knows
+	// only one, which may be all there is or a cluster that does not
+	// advertise.
+	Servers int
+	// MaxPayload is the server's max_payload.
+	MaxPayload int64
+	// MaxAckPending is the account's limit on a consumer's max_ack_pending
+	// (0: none).
+	MaxAckPending int
+}
+
+// FetchServerLimits reads ServerLimits from the connection's server info
+// and the account info ($JS.API.INFO).
+func FetchServerLimits(ctx context.Context, js jetstream.JetStream) (ServerLimits, error) {
+	lim := ServerLimits{}
+	if nc := js.Conn(); nc != nil {
+		lim.Cluster = nc.ConnectedClusterName()
+		lim.Clustered = lim.Cluster != ""
+		lim.MaxPayload = nc.MaxPayload()
+		if n := len(nc.Servers()); n > 1 {
+			lim.Servers = n
+		}
+	}
+	ai, err := js.AccountInfo(ctx)
+	if err != nil {
+		return lim, fmt.Errorf("reading the account's JetStream limits: %w", err)
+	}
+	lim.MaxAckPending = ai.Limits.MaxAckPending
+	return lim, nil
+}
+
+// RefusedError lists what the server would refuse, found before anything
+// was changed.
+type RefusedError struct {
+	Problems []Problem
+}
+
+func (e *RefusedError) Error() string {
+	if len(e.Problems) == 1 {
+		return e.Problems[0].String()
+	}
+	return fmt.Sprintf("%s (and %d more problems)", e.Problems[0], len(e.Problems)-1)
+}
+
+// CheckServer reports, before anything is changed, what in p the server
+// would refuse: more replicas than a single server or the cluster has,
+// consumers that break the rules of their stream's retention or replicas,
+// filters on a workqueue stream that overlap a consumer that stays on the
+// server, a max_ack_pending above the account's limit. It adds warnings
+// for what the server accepts but cannot work (max_msg_size above
+// max_payload).
+func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
+	var problems []Problem
+	add := func(r *Resource, path, format string, args ...any) {
+		problems = append(problems, Problem{Pos: r.at(path), Message: r.Label() + ": " + fmt.Sprintf(format, args...)})
+	}
+	declaredStreams := map[string]*Resource{}
+	byStream := map[string]*ResourcePlan{}
+	for _, rp := range p.Resources {
+		if rp.Kind != KindConsumer {
+			byStream[streamNameOf(rp.Kind, "", rp.Name)] = rp
+			if rp.res != nil {
+				declaredStreams[rp.res.StreamName()] = rp.res
+			}
+		}
+	}
+	for _, rp := range p.Resources {
+		r := rp.res
+		if r == nil || rp.Action == ActionNone || rp.Action == ActionDelete {
+			continue
+		}
+		if r.Kind != KindConsumer {
+			replicas, placement := r.replicasAndPlacement()
+			if msg := replicasProblem(replicas, placement, lim); msg != "" {
+				add(r, "num_replicas", "%s", msg)
+			}
+			if size, field := maxMessageSize(r); lim.MaxPayload > 0 && size > lim.MaxPayload {
+				rp.Warnings = append(rp.Warnings, fmt.Sprintf("%s %s is above the server's max_payload %s: the server refuses larger messages anyway",
+					field, FormatSize(size), FormatSize(lim.MaxPayload)))
+			}
+			continue
+		}
+		stream := effectiveStream(r.Stream, declaredStreams, live)
+		if stream == nil {
+			continue
+		}
+		for _, fp := range consumerRules(stream, r.ConsumerConfig) {
+			add(r, fp.path, "%s", fp.msg)
+		}
+		if lim.MaxAckPending > 0 && r.ConsumerConfig.MaxAckPending > lim.MaxAckPending {
+			add(r, "max_ack_pending", "max_ack_pending: %d is above the account's limit of %d", r.ConsumerConfig.MaxAckPending, lim.MaxAckPending)
+		}
+		if stream.Retention == jetstream.WorkQueuePolicy {
+			for _, other := range stayingConsumers(r.Stream, p, byStream[r.Stream], live) {
+				if other.Name == r.Name {
+					continue
+				}
+				if mine, theirs, ok := overlappingFilters(r.ConsumerConfig, &other.Config); ok {
+					add(r, filterPath(r), "filter %q overlaps %q of consumer %q, which stays on the server: workqueue stream %q allows one consumer per subject",
+						mine, theirs, other.Name, r.Stream)
+				}
+			}
+		}
+	}
+	sort.SliceStable(problems, func(i, j int) bool {
+		a, b := problems[i].Pos, problems[j].Pos
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	return problems
+}
+
+// replicasProblem says why the server would refuse replicas, or "".
+func replicasProblem(replicas int, placement *jetstream.Placement, lim ServerLimits) string {
+	switch {
+	case replicas > maxReplicas:
+		return fmt.Sprintf("num_replicas: %d, but the server keeps at most %d", replicas, maxReplicas)
+	case replicas > 1 && !lim.Clustered:
+		return fmt.Sprintf("num_replicas: %d, but the server is not clustered: a single server keeps 1 replica", replicas)
+	case replicas > lim.Servers && lim.Servers > 0 && (placement == nil || placement.Cluster == "" || placement.Cluster == lim.Cluster):
+		return fmt.Sprintf("num_replicas: %d, but cluster %q has %d servers", replicas, lim.Cluster, lim.Servers)
+	}
+	return ""
+}
+
+// maxMessageSize is the declared largest message size and its field.
+func maxMessageSize(r *Resource) (int64, string) {
+	switch r.Kind {
+	case KindStream:
+		return int64(r.StreamConfig.MaxMsgSize), "max_msg_size"
+	case KindKV:
+		return int64(r.KeyValueConfig.MaxValueSize), "max_value_size"
+	}
+	return 0, ""
+}
+
+// effectiveStream is the config a consumer's stream will have when the
+// consumer is created: the declared one, or the live one.
+func effectiveStream(name string, declared map[string]*Resource, live *Live) *jetstream.StreamConfig {
+	if r := declared[name]; r != nil && r.Kind == KindStream {
+		return r.StreamConfig
+	}
+	if si := live.Streams[name]; si != nil {
+		return &si.Config
+	}
+	return nil
+}
+
+// stayingConsumers are the live consumers of a stream that apply leaves in
+// place and does not redeclare: none when the stream is created or
+// replaced, and not those the plan deletes.
+func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Live) []*jetstream.ConsumerInfo {
+	if streamPlan != nil && (streamPlan.Action == ActionCreate || streamPlan.Action == ActionReplace || streamPlan.Action == ActionDelete) {
+		return nil
+	}
+	planned := map[string]bool{}
+	for _, rp := range p.Resources {
+		if rp.Kind == KindConsumer && rp.Stream == stream {
+			planned[rp.Name] = true
+		}
+	}
+	var out []*jetstream.ConsumerInfo
+	names := make([]string, 0, len(live.Consumers[stream]))
+	for name := range live.Consumers[stream] {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !planned[name] {
+			out = append(out, live.Consumers[stream][name])
+		}
+	}
+	return out
+}
+
+func filterPath(r *Resource) string {
+	if len(r.ConsumerConfig.FilterSubjects) > 0 {
+		return "filter_subjects"
+	}
+	return "filter_subject"
+}
+
+// fieldProblem is a problem with one field of a resource.
+type fieldProblem struct {
+	path, msg string
+}
+
+// consumerRules are the server's rules for a consumer of a stream with
+// that config, as nats-server checks them when the consumer is created.
+func consumerRules(stream *jetstream.StreamConfig, c *jetstream.ConsumerConfig) []fieldProblem {
+	var out []fieldProblem
+	streamReplicas := max(stream.Replicas, 1)
+	switch {
+	case c.Replicas > streamReplicas:
+		out = append(out, fieldProblem{"num_replicas", fmt.Sprintf("num_replicas: %d is more than its stream's %d", c.Replicas, streamReplicas)})
+	case stream.Retention != jetstream.LimitsPolicy && c.Replicas != 0 && c.Replicas != streamReplicas:
+		out = append(out, fieldProblem{"num_replicas", fmt.Sprintf("num_replicas: %d, but a consumer of %s stream %q has the stream's replicas (%d)", c.Replicas, enumName(stream.Retention), stream.Name, streamReplicas)})
+	}
+	if stream.Retention == jetstream.WorkQueuePolicy {
+		if c.AckPolicy != jetstream.AckExplicitPolicy && c.AckPolicy != jetstream.AckFlowControlPolicy {
+			out = append(out, fieldProblem{"ack_policy", fmt.Sprintf("ack_policy: %s, but a consumer of workqueue stream %q must use ack_policy explicit (the stream removes a message when it is acked)", enumName(c.AckPolicy), stream.Name)})
+		}
+		if c.DeliverPolicy != jetstream.DeliverAllPolicy {
+			out = append(out, fieldProblem{"deliver_policy", fmt.Sprintf("deliver_policy: %s, but a consumer of workqueue stream %q must use deliver_policy all", enumName(c.DeliverPolicy), stream.Name)})
+		}
+	}
+	return out
+}
+
+// enumName is an enum value as plan files and the server write it.
+func enumName[T ~int](v T) string {
+	if names := enumValues[reflect.TypeOf(v)]; int(v) >= 0 && int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprint(int(v))
+}
