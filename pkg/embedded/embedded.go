@@ -169,19 +169,26 @@ func (c *Cluster) ready() bool {
 	if len(c.nodes) == 1 {
 		return c.nodes[0].srv != nil && c.nodes[0].srv.JetStreamEnabled()
 	}
-	leaders := 0
+	var leader *server.Server
+	running := 0
 	for _, n := range c.nodes {
 		if n.srv == nil {
 			continue
 		}
+		running++
 		if !n.srv.JetStreamIsCurrent() {
 			return false
 		}
 		if n.srv.JetStreamIsLeader() {
-			leaders++
+			if leader != nil {
+				return false
+			}
+			leader = n.srv
 		}
 	}
-	return leaders == 1
+	// The meta leader places new streams only on peers it has heard from:
+	// until then a create fails with "no suitable peers for placement".
+	return leader != nil && len(leader.JetStreamClusterPeers()) == running
 }
 
 // URL is the client URL of the first running node.

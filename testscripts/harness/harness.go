@@ -63,6 +63,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"pub":             cmdPub,
 		"stream-add":      cmdStreamAdd,
 		"stream-count":    cmdStreamCount,
+		"stream-current":  cmdStreamCurrent,
 		"kv-put":          cmdKVPut,
 		"kv-bucket":       cmdKVBucket,
 		"kv-op":           cmdKVOp,
@@ -318,11 +319,9 @@ func cmdStreamCount(ts *testscript.TestScript, neg bool, args []string) {
 	want, err := strconv.ParseUint(args[1], 10, 64)
 	ts.Check(err)
 	_, js := jsFor(ts)
-	c, cancel := ctx()
-	defer cancel()
-	s, err := js.Stream(c, args[0])
+	info, err := streamInfo(ts, js, args[0])
 	ts.Check(err)
-	got := s.CachedInfo().State.Msgs
+	got := info.State.Msgs
 	if (got == want) == neg {
 		ts.Fatalf("stream %s holds %d messages, want %s%d", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
 	}
@@ -386,6 +385,11 @@ func cmdKVOp(ts *testscript.TestScript, neg bool, args []string) {
 	usage := "usage: kv-op [-s URL] put BUCKET KEY VALUE|-x HEX|-f FILE | kv-op [-s URL] del|purge BUCKET KEY"
 	if neg || len(args) < 3 {
 		ts.Fatalf("%s", usage)
+	}
+	// After a step-down the bucket's stream may be electing a leader: wait
+	// for one, so that the write below is not lost in the election.
+	if _, err := streamInfo(ts, js, "KV_"+args[1]); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		ts.Fatalf("kv-op: %v", err)
 	}
 	c, cancel := ctx()
 	defer cancel()

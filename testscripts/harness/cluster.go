@@ -1,0 +1,64 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// streamInfo asks for a stream's info until it is answered, for at most
+// 30 s. In a cluster a stream whose group is electing a leader (after a
+// step-down or a node restart) does not answer at all, so one request with
+// the whole budget would wait it out and fail; short requests, retried,
+// get the answer as soon as there is a leader. Not found is final.
+func streamInfo(ts *testscript.TestScript, js jetstream.JetStream, name string) (*jetstream.StreamInfo, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s, err := js.Stream(c, name)
+		cancel()
+		if err == nil {
+			info := s.CachedInfo()
+			if info.Cluster == nil || info.Cluster.Leader != "" {
+				return info, nil
+			}
+			err = fmt.Errorf("stream %s has no leader", name)
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stream-current STREAM waits, for at most 30 s, until the stream has a
+// leader and every replica is current: a new R3 stream's followers catch
+// up a moment after the create returns.
+func cmdStreamCurrent(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stream-current STREAM")
+	}
+	_, js := jsFor(ts)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := streamInfo(ts, js, args[0])
+		ts.Check(err)
+		current := info.Cluster != nil && info.Cluster.Leader != ""
+		if info.Cluster != nil {
+			for _, r := range info.Cluster.Replicas {
+				current = current && r.Current
+			}
+		}
+		if current {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("stream %s: replicas not current after 30s: %+v", args[0], info.Cluster)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
