@@ -256,7 +256,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		src = replay.StreamSource(js, r)
 	}
 
-	sink, closeSink, err := o.sink(ctx, f, p)
+	sink, closeSink, err := o.sink(ctx, f, p, cp)
 	if err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func mapErr(err error) error {
 }
 
 // sink builds where messages go; closeSink releases files and connections.
-func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printer) (replay.Sink, func(), error) {
+func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printer, cp *replay.Checkpoint) (replay.Sink, func(), error) {
 	nothing := func() {}
 	switch {
 	case o.dryRun:
@@ -317,16 +317,15 @@ func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printe
 		}
 		return replay.NewPublisher(target, replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, MaxInFlight: o.maxInFlight}), closeTarget, nil
 	case o.toFile != "":
-		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-		if o.checkpoint != "" {
-			// Resuming appends to what the earlier run wrote.
-			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		// Resuming cuts the file back to the checkpoint's length.
+		file, err := replay.OpenFileSink(o.toFile, cp, o.checkpoint != "")
+		if errors.Is(err, replay.ErrCheckpointMismatch) {
+			return nil, nil, exitcode.New(exitcode.Usage, err)
 		}
-		file, err := os.OpenFile(o.toFile, flags, 0o644)
 		if err != nil {
 			return nil, nil, exitcode.New(exitcode.Failure, err)
 		}
-		return replay.NewLineSink(file, nil), func() { file.Close() }, nil
+		return file, func() { file.CloseFile() }, nil
 	case o.raw:
 		return replay.NewLineSink(f.IO.Out, func(buf []byte, m *envelope.Message) ([]byte, error) {
 			return append(append(buf, m.Data...), '\n'), nil

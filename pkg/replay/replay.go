@@ -123,7 +123,12 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 		if opts.CheckpointPath == "" || cp == 0 {
 			return nil
 		}
-		return SaveCheckpoint(opts.CheckpointPath, Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.Target})
+		c := Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.Target}
+		if fs, ok := sink.(*FileSink); ok {
+			off := fs.Offset()
+			c.FileOffset = &off
+		}
+		return SaveCheckpoint(opts.CheckpointPath, c)
 	}
 	progress := func() {
 		if opts.Progress != nil {
@@ -213,7 +218,11 @@ type Checkpoint struct {
 	// ToSeq is the end of the range, fixed when the first run started.
 	ToSeq   uint64    `json:"to_seq"`
 	Target  string    `json:"target,omitempty"`
-	Updated time.Time `json:"updated"`
+	// FileOffset is, for a --to-file dump, the file's length when every
+	// message up to LastSeq was written: a resumed dump cuts the file back
+	// to it, dropping lines written after the checkpoint.
+	FileOffset *int64    `json:"file_offset,omitempty"`
+	Updated    time.Time `json:"updated"`
 }
 
 // LoadCheckpoint reads a checkpoint file; a missing file is (nil, nil).
