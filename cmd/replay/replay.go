@@ -472,7 +472,11 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary, sink repla
 		if pub, ok := sink.(*replay.Publisher); ok && pub.LastError() != nil {
 			detail = ": " + exitcode.Message(pub.LastError())
 		}
-		fmt.Fprintf(f.IO.ErrOut, "jetctl: %s could not be republished (seqs %s)%s\n", Plural(uint64(n), "message"), seqList(sum.Failed), detail)
+		seqs := "seqs"
+		if n == 1 {
+			seqs = "seq"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: %s could not be republished (%s %s)%s\n", Plural(uint64(n), "message"), seqs, seqList(sum.Failed), detail)
 	}
 }
 
