@@ -141,8 +141,8 @@ type Line struct {
 	// the NATS header block, "NATS/1.0\r\nName: value\r\n...\r\n".
 	HeadersB64 *string `json:"headers_b64,omitempty"`
 	Data       *string `json:"data,omitempty"`
-	DataB64 *string             `json:"data_b64,omitempty"`
-	Size    int                 `json:"size"`
+	DataB64    *string `json:"data_b64,omitempty"`
+	Size       int     `json:"size"`
 }
 
 // AppendJSON appends m's JSON line (with a trailing newline) to buf. It is

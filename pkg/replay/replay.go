@@ -287,8 +287,8 @@ type Checkpoint struct {
 	// (acknowledged, when republishing).
 	LastSeq uint64 `json:"last_seq"`
 	// ToSeq is the end of the range, fixed when the first run started.
-	ToSeq   uint64    `json:"to_seq"`
-	Target  string    `json:"target,omitempty"`
+	ToSeq  uint64 `json:"to_seq"`
+	Target string `json:"target,omitempty"`
 	// FileOffset is, for a --to-file dump, the file's length when every
 	// message up to LastSeq was written: a resumed dump cuts the file back
 	// to it, dropping lines written after the checkpoint.
