@@ -67,8 +67,8 @@ them the tail runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			if p.Format != "json" && p.Format != "jsonl" {
-				return exitcode.UsageErrorf("kv tail writes JSON lines: -o %s is not supported", p.Format)
+			if err := p.RequireLines("kv tail"); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			if wait > 0 {

@@ -77,6 +77,17 @@ func NewPrinter(o Options, out io.Writer, color bool, defaultFormat string) (*Pr
 	return p, nil
 }
 
+// RequireLines is the one -o rule of the commands that stream messages as
+// JSON lines (replay, stream tail, kv tail): -o jsonl (their default) and
+// -o json both give JSON lines, one object a line; -o table and -o yaml
+// cannot describe an endless stream and are refused (exit 2).
+func (p *Printer) RequireLines(command string) error {
+	if p.Format == "json" || p.Format == "jsonl" {
+		return nil
+	}
+	return exitcode.UsageErrorf("%s writes JSON lines: -o %s is not supported", command, p.Format)
+}
+
 func validFormat(f string) bool {
 	for _, v := range Formats {
 		if v == f {

@@ -2,12 +2,14 @@ package replay
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/replay"
 	"github.com/jetctl/jetctl/pkg/units"
 )
@@ -72,6 +74,9 @@ func (r *RangeFlags) validate() error {
 	if r.follow && (r.toSeq > 0 || r.toTime != "") {
 		return exitcode.UsageErrorf("--follow has no end: drop --to-seq/--to-time")
 	}
+	if r.last > math.MaxInt64 {
+		return exitcode.UsageErrorf("--last %d is more than a stream can hold (at most %d)", r.last, int64(math.MaxInt64))
+	}
 	if r.fromSeq > 0 && r.toSeq > 0 && r.toSeq < r.fromSeq {
 		return exitcode.UsageErrorf("--to-seq %d is before --from-seq %d", r.toSeq, r.fromSeq)
 	}
@@ -98,6 +103,11 @@ func (r *RangeFlags) Config(stream string) (replay.Config, error) {
 }
 
 func (r *RangeFlags) config(stream string) (replay.Config, error) {
+	if stream != "" {
+		if err := jsapi.ValidateStreamName(stream); err != nil {
+			return replay.Config{}, exitcode.New(exitcode.Usage, err)
+		}
+	}
 	cfg := replay.Config{
 		Stream:   stream,
 		FromSeq:  r.fromSeq,

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -17,7 +19,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
-	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
 	"github.com/jetctl/jetctl/pkg/units"
@@ -41,6 +42,9 @@ type options struct {
 	dryRun       bool
 	noProgress   bool
 	maxInFlight  int
+	// target is --to-server/--to-context resolved, before connecting.
+	target *natsconn.Resolved
+	skips  *Skips
 }
 
 // NewCmd returns `jetctl replay`.
@@ -63,8 +67,8 @@ By default each message is a JSON line on stdout:
 keeps the messages for which a jq program is true, --raw prints payloads only.
 
 --to SUBJECT republishes each message: SUBJECT may contain {subject} (the
-original subject) or be a prefix mapping like restore.> (restore.orders.x
-for orders.x). --to-server/--to-context publish to another cluster. Headers
+original subject; '{subject}' alone keeps it) or be a prefix mapping like
+'restore.>' (restore.orders.x for orders.x). Quote it: > is a shell redirect. --to-server/--to-context publish to another cluster. Headers
 the server acts on (Nats-Msg-Id, Nats-Expected-*, Nats-TTL, ...) move to
 Jetctl-Orig-<Name>; provenance goes into Jetctl-Source-Stream, -Seq, -Subject
 and -Time (--no-provenance to leave it out). Each copy has
@@ -74,7 +78,13 @@ retried, then listed, and make the exit code 4.
 
 --to-file F writes the JSON lines to F; --from-file F reads such a dump back
 (to stdout, or with --to to republish it). Payload bytes and headers survive
-the round trip exactly.
+the round trip exactly. A dump is read whole before anything is published:
+a bad line is exit 2 naming file:line, with nothing sent.
+
+A --jq or --filter program that fails on a message (.data.x on a text
+payload) skips it, with one warning naming its sequence; the summary counts
+them. -o jsonl (default) and -o json print JSON lines; -o table and -o yaml
+are refused, except with --dry-run, whose report takes any -o.
 
 --checkpoint FILE records the last sequence done (the last acknowledged one
 when republishing) and a re-run with the same file continues after it, up to
@@ -92,6 +102,7 @@ the stream leader; where direct access is off).`,
   jetctl replay ORDERS --to-file orders.jsonl
   jetctl replay --from-file orders.jsonl --to 'restore.>' --checkpoint restore.ckpt
   jetctl replay ORDERS --to 'replayed.{subject}' --rate 500/s --checkpoint orders.ckpt
+  jetctl replay ORDERS --to '{subject}' --to-context dr-cluster
   jetctl replay ORDERS --to orders.reprocess --to-context dr-cluster --dry-run`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.fromFile != "" {
@@ -116,7 +127,7 @@ the stream leader; where direct access is off).`,
 	}
 	fl := cmd.Flags()
 	o.rangeFlags.bind(fl, true)
-	fl.StringVar(&o.to, "to", "", "republish to this subject ({subject} template or prefix.> mapping)")
+	fl.StringVar(&o.to, "to", "", "republish to this subject ('{subject}' template or 'prefix.>' mapping)")
 	fl.StringVar(&o.toServer, "to-server", "", "republish to this server instead (URLs)")
 	fl.StringVar(&o.toContext, "to-context", "", "republish through this natscli context instead")
 	fl.BoolVar(&o.noProvenance, "no-provenance", false, "do not add Jetctl-Source-* headers to copies")
@@ -168,8 +179,11 @@ func (o *options) validate() error {
 	if o.pace != "" && o.pace != "original" {
 		return exitcode.UsageErrorf(`--pace takes "original", got %q`, o.pace)
 	}
-	if o.speed <= 0 {
-		return exitcode.UsageErrorf("--speed must be positive")
+	if !(o.speed > 0) || math.IsInf(o.speed, 1) {
+		return exitcode.UsageErrorf("--speed must be a positive number, got %v", o.speed)
+	}
+	if o.maxGap < 0 {
+		return exitcode.UsageErrorf("--max-gap must not be negative, got %s", o.maxGap)
 	}
 	if o.rate != "" && o.pace != "" {
 		return exitcode.UsageErrorf("use --rate or --pace original, not both")
@@ -204,11 +218,12 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if err != nil {
 		return err
 	}
-	filter, err := MessageFilter(f, o.filter)
+	o.skips = NewSkips(f.IO.ErrOut)
+	filter, err := MessageFilter(o.filter, o.skips)
 	if err != nil {
 		return err
 	}
-	p, err := f.Printer("jsonl")
+	p, err := o.printer(f)
 	if err != nil {
 		return err
 	}
@@ -219,6 +234,21 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 			return exitcode.New(exitcode.Usage, err)
 		}
 	}
+	// A dump is read whole before anything is published: a bad line is
+	// exit 2 naming it, with nothing sent.
+	var file *os.File
+	if o.fromFile != "" {
+		if file, err = openDump(ctx, o.fromFile); err != nil {
+			return err
+		}
+		defer file.Close()
+	}
+	// Another cluster's context is resolved before connecting anywhere.
+	if o.to != "" && (o.toServer != "" || o.toContext != "") {
+		if o.target, err = natsconn.Resolve(natsconn.Options{Server: o.toServer, Context: o.toContext, Timeout: f.Conn.Timeout}); err != nil {
+			return err
+		}
+	}
 
 	js, err := f.JetStream(ctx)
 	if err != nil {
@@ -227,11 +257,6 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	var src replay.Source
 	sum := replay.Summary{Stream: stream}
 	if o.fromFile != "" {
-		file, err := os.Open(o.fromFile)
-		if err != nil {
-			return exitcode.New(exitcode.Usage, err)
-		}
-		defer file.Close()
 		after := uint64(0)
 		if cp != nil {
 			after, sum.Resumed = cp.LastSeq, cp.LastSeq
@@ -256,7 +281,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		src = replay.StreamSource(js, r)
 	}
 
-	sink, closeSink, err := o.sink(ctx, f, p)
+	sink, closeSink, err := o.sink(ctx, f, p, cp)
 	if err != nil {
 		return err
 	}
@@ -297,6 +322,41 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	return nil
 }
 
+// printer applies -o: the dry run's report takes every format (a table by
+// default); the messages are JSON lines (see output.RequireLines).
+func (o *options) printer(f *factory.Factory) (*output.Printer, error) {
+	if o.dryRun {
+		return f.Printer("table")
+	}
+	p, err := f.Printer("jsonl")
+	if err != nil {
+		return nil, err
+	}
+	return p, p.RequireLines("replay")
+}
+
+// openDump opens a --from-file dump and reads it whole: a missing file or
+// a bad line is exit 2 before anything is contacted.
+func openDump(ctx context.Context, path string) (*os.File, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, exitcode.UsageErrorf("--from-file: %v", err)
+	}
+	_, err = replay.ValidateDump(ctx, file, path)
+	if err == nil {
+		_, err = file.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		file.Close()
+		var bad *replay.DumpError
+		if errors.As(err, &bad) {
+			return nil, exitcode.New(exitcode.Usage, err)
+		}
+		return nil, exitcode.New(exitcode.Failure, err)
+	}
+	return file, nil
+}
+
 func mapErr(err error) error {
 	if errorsIsUnsupported(err) {
 		return exitcode.New(exitcode.Usage, err)
@@ -305,7 +365,7 @@ func mapErr(err error) error {
 }
 
 // sink builds where messages go; closeSink releases files and connections.
-func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printer) (replay.Sink, func(), error) {
+func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printer, cp *replay.Checkpoint) (replay.Sink, func(), error) {
 	nothing := func() {}
 	switch {
 	case o.dryRun:
@@ -317,24 +377,19 @@ func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printe
 		}
 		return replay.NewPublisher(target, replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, MaxInFlight: o.maxInFlight}), closeTarget, nil
 	case o.toFile != "":
-		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-		if o.checkpoint != "" {
-			// Resuming appends to what the earlier run wrote.
-			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		// Resuming cuts the file back to the checkpoint's length.
+		file, err := replay.OpenFileSink(o.toFile, cp, o.checkpoint != "")
+		if errors.Is(err, replay.ErrCheckpointMismatch) {
+			return nil, nil, exitcode.New(exitcode.Usage, err)
 		}
-		file, err := os.OpenFile(o.toFile, flags, 0o644)
 		if err != nil {
 			return nil, nil, exitcode.New(exitcode.Failure, err)
 		}
-		return replay.NewLineSink(file, nil), func() { file.Close() }, nil
+		return file, func() { file.CloseFile() }, nil
 	case o.raw:
-		return replay.NewLineSink(f.IO.Out, func(buf []byte, m *envelope.Message) ([]byte, error) {
-			return append(append(buf, m.Data...), '\n'), nil
-		}), nothing, nil
+		return replay.NewLineSink(f.IO.Out, rawFormat), nothing, nil
 	case f.Output.JQ != "":
-		return replay.NewLineSink(f.IO.Out, func(buf []byte, m *envelope.Message) ([]byte, error) {
-			return p.AppendJQ(buf, m.Generic())
-		}), nothing, nil
+		return replay.NewLineSink(f.IO.Out, JQFormat(p, o.skips)), nothing, nil
 	default:
 		return replay.NewLineSink(f.IO.Out, nil), nothing, nil
 	}
@@ -347,10 +402,7 @@ func (o *options) targetJetStream(ctx context.Context, f *factory.Factory) (jets
 		js, err := f.JetStream(ctx)
 		return js, func() {}, err
 	}
-	r, err := natsconn.Resolve(natsconn.Options{Server: o.toServer, Context: o.toContext, Timeout: f.Conn.Timeout})
-	if err != nil {
-		return nil, nil, err
-	}
+	r := o.target
 	nc, err := r.Connect(ctx, "jetctl-replay-target")
 	if err != nil {
 		return nil, nil, err
@@ -381,9 +433,6 @@ func printDryRun(p *output.Printer, sum replay.Summary) error {
 		d.Subjects = append(d.Subjects, subjectCount{s, n})
 	}
 	sort.Slice(d.Subjects, func(i, j int) bool { return d.Subjects[i].Subject < d.Subjects[j].Subject })
-	if p.Format == "jsonl" {
-		p.Format = "table"
-	}
 	return p.Print(d, func() []output.Table {
 		head := output.Table{Header: []string{"stream", "range", "messages", "bytes"}}
 		rng := "empty"
@@ -408,21 +457,26 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary, sink repla
 	case o.to != "":
 		verb = "republished"
 	}
-	line := fmt.Sprintf("%s %s messages (%s) in %.2fs, %s msgs/s",
-		verb, humanize.Comma(int64(sum.Messages)), humanize.IBytes(sum.Bytes), sum.Seconds, humanize.Comma(int64(sum.PerSecond)))
+	line := fmt.Sprintf("%s %s (%s) in %.2fs, %s msgs/s",
+		verb, Plural(sum.Messages-o.skips.JQ, "message"), humanize.IBytes(sum.Bytes), sum.Seconds, humanize.Comma(int64(sum.PerSecond)))
 	if sum.Resumed > 0 {
 		line += fmt.Sprintf("; resumed after seq %d", sum.Resumed)
 	}
 	if o.checkpoint != "" && sum.Checkpoint > 0 {
 		line += fmt.Sprintf("; checkpoint seq %d", sum.Checkpoint)
 	}
+	line += o.skips.Summary()
 	fmt.Fprintln(f.IO.ErrOut, "jetctl: "+line)
 	if n := len(sum.Failed); n > 0 {
 		detail := ""
 		if pub, ok := sink.(*replay.Publisher); ok && pub.LastError() != nil {
 			detail = ": " + exitcode.Message(pub.LastError())
 		}
-		fmt.Fprintf(f.IO.ErrOut, "jetctl: %d messages could not be republished (seqs %s)%s\n", n, seqList(sum.Failed), detail)
+		seqs := "seqs"
+		if n == 1 {
+			seqs = "seq"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: %s could not be republished (%s %s)%s\n", Plural(uint64(n), "message"), seqs, seqList(sum.Failed), detail)
 	}
 }
 
@@ -439,17 +493,4 @@ func seqList(seqs []uint64) string {
 		fmt.Fprint(&b, s)
 	}
 	return b.String()
-}
-
-// MessageFilter compiles --filter for stream messages (nil for none): the
-// fields a simple program reads are built alone, anything else runs on
-// the whole message. A failure on a message is one warning, and no match.
-func MessageFilter(f *factory.Factory, expr string) (func(*envelope.Message) (bool, error), error) {
-	pred, err := output.CompilePredicate(expr, output.WarnOnce(f.IO.ErrOut))
-	if pred == nil || err != nil {
-		return nil, err
-	}
-	return func(m *envelope.Message) (bool, error) {
-		return pred.KeepFields(m, func() any { return m.Generic() }), nil
-	}, nil
 }

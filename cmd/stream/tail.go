@@ -37,6 +37,9 @@ Reading never consumes or changes the stream.
 
 --filter keeps the messages for which a jq program is true (data is decoded
 as JSON when it is JSON); --jq transforms each one; --raw prints payloads.
+A --jq or --filter program that fails on a message skips it, with one
+warning naming its sequence. -o jsonl (default) and -o json print JSON
+lines; -o table and -o yaml are refused.
 
 --count N stops after N matching messages with exit 0; --wait D gives up
 after D with exit 5. Together they make the CI primitive "wait until this
@@ -73,12 +76,16 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if o.wait < 0 {
 		return exitcode.UsageErrorf("--wait must be positive")
 	}
-	filter, err := cmdreplay.MessageFilter(f, o.filter)
+	skips := cmdreplay.NewSkips(f.IO.ErrOut)
+	filter, err := cmdreplay.MessageFilter(o.filter, skips)
 	if err != nil {
 		return err
 	}
 	p, err := f.Printer("jsonl")
 	if err != nil {
+		return err
+	}
+	if err := p.RequireLines("stream tail"); err != nil {
 		return err
 	}
 	cfg.Follow = true
@@ -111,7 +118,7 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 			return append(append(buf, m.Data...), '\n'), nil
 		}
 	case f.Output.JQ != "":
-		format = func(buf []byte, m *envelope.Message) ([]byte, error) { return p.AppendJQ(buf, m.Generic()) }
+		format = cmdreplay.JQFormat(p, skips)
 	}
 	lines := replay.NewLineSink(f.IO.Out, format)
 	matched := uint64(0)

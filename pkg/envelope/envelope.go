@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -135,9 +136,13 @@ type Line struct {
 	Subject string              `json:"subject"`
 	Time    string              `json:"time"`
 	Headers map[string][]string `json:"headers,omitempty"`
-	Data    *string             `json:"data,omitempty"`
-	DataB64 *string             `json:"data_b64,omitempty"`
-	Size    int                 `json:"size"`
+	// HeadersB64 holds the headers exactly when a name or value is not
+	// valid UTF-8 (Headers then shows such bytes as U+FFFD): the base64 of
+	// the NATS header block, "NATS/1.0\r\nName: value\r\n...\r\n".
+	HeadersB64 *string `json:"headers_b64,omitempty"`
+	Data       *string `json:"data,omitempty"`
+	DataB64    *string `json:"data_b64,omitempty"`
+	Size       int     `json:"size"`
 }
 
 // AppendJSON appends m's JSON line (with a trailing newline) to buf. It is
@@ -155,26 +160,28 @@ func (m *Message) AppendJSON(buf []byte) []byte {
 	buf = append(buf, '"')
 	if len(m.Header) > 0 {
 		buf = append(buf, `,"headers":{`...)
-		names := make([]string, 0, len(m.Header))
-		for k := range m.Header {
-			names = append(names, k)
-		}
-		sort.Strings(names)
+		names := m.headerNames()
+		exact := headersValidUTF8(m.Header)
 		for i, k := range names {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, k)
+			buf = appendString(buf, validUTF8(k, exact))
 			buf = append(buf, ":["...)
 			for j, v := range m.Header[k] {
 				if j > 0 {
 					buf = append(buf, ',')
 				}
-				buf = appendString(buf, v)
+				buf = appendString(buf, validUTF8(v, exact))
 			}
 			buf = append(buf, ']')
 		}
 		buf = append(buf, '}')
+		if !exact {
+			buf = append(buf, `,"headers_b64":"`...)
+			buf = base64.StdEncoding.AppendEncode(buf, headerBlock(m.Header, names))
+			buf = append(buf, '"')
+		}
 	}
 	if utf8.Valid(m.Data) {
 		buf = append(buf, `,"data":`...)
@@ -203,6 +210,9 @@ func (m *Message) Generic() map[string]any {
 	}
 	if len(m.Header) > 0 {
 		obj["headers"] = m.genericHeaders()
+		if !headersValidUTF8(m.Header) {
+			obj["headers_b64"] = base64.StdEncoding.EncodeToString(headerBlock(m.Header, m.headerNames()))
+		}
 	}
 	name, v := m.genericData()
 	obj[name] = v
@@ -229,6 +239,11 @@ func (m *Message) Field(name string) (any, error) {
 			return nil, nil
 		}
 		return m.genericHeaders(), nil
+	case "headers_b64":
+		if len(m.Header) == 0 || headersValidUTF8(m.Header) {
+			return nil, nil
+		}
+		return base64.StdEncoding.EncodeToString(headerBlock(m.Header, m.headerNames())), nil
 	case "data", "data_b64":
 		if got, v := m.genericData(); got == name {
 			return v, nil
@@ -238,15 +253,62 @@ func (m *Message) Field(name string) (any, error) {
 }
 
 func (m *Message) genericHeaders() map[string]any {
+	exact := headersValidUTF8(m.Header)
 	hdr := make(map[string]any, len(m.Header))
 	for k, vs := range m.Header {
 		list := make([]any, len(vs))
 		for i, v := range vs {
-			list[i] = v
+			list[i] = validUTF8(v, exact)
 		}
-		hdr[k] = list
+		hdr[validUTF8(k, exact)] = list
 	}
 	return hdr
+}
+
+// headerNames are m's header names, sorted.
+func (m *Message) headerNames() []string {
+	names := make([]string, 0, len(m.Header))
+	for k := range m.Header {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// headersValidUTF8 reports whether every header name and value is valid
+// UTF-8, so that the JSON "headers" object holds them exactly.
+func headersValidUTF8(h nats.Header) bool {
+	for k, vs := range h {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// validUTF8 is s, with invalid bytes as U+FFFD unless exact says there are
+// none (the common case, without a copy).
+func validUTF8(s string, exact bool) string {
+	if exact {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// headerBlock encodes h as NATS does on the wire, names in the given order.
+func headerBlock(h nats.Header, names []string) []byte {
+	block := []byte("NATS/1.0\r\n")
+	for _, k := range names {
+		for _, v := range h[k] {
+			block = append(append(append(append(block, k...), ": "...), v...), "\r\n"...)
+		}
+	}
+	return append(block, "\r\n"...)
 }
 
 // genericData is the payload's field in Generic's object: "data" with the
@@ -282,6 +344,17 @@ func ParseLine(line []byte) (*Message, error) {
 	if len(l.Headers) > 0 {
 		m.Header = nats.Header(l.Headers)
 	}
+	if l.HeadersB64 != nil {
+		block, err := base64.StdEncoding.DecodeString(*l.HeadersB64)
+		if err != nil {
+			return nil, fmt.Errorf("JSON line headers_b64: %w", err)
+		}
+		hdr, err := nats.DecodeHeadersMsg(block)
+		if err != nil {
+			return nil, fmt.Errorf("JSON line headers_b64: %w", err)
+		}
+		m.Header = hdr
+	}
 	switch {
 	case l.DataB64 != nil:
 		data, err := base64.StdEncoding.DecodeString(*l.DataB64)
@@ -298,7 +371,7 @@ func ParseLine(line []byte) (*Message, error) {
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string. Invalid UTF-8 cannot reach it:
-// such payloads are written as data_b64.
+// such payloads are written as data_b64, such headers as headers_b64.
 func appendString[T string | []byte](buf []byte, s T) []byte {
 	buf = append(buf, '"')
 	start := 0

@@ -131,3 +131,36 @@ func TestFieldMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// Header bytes that are not UTF-8 cannot be JSON text: the line keeps them
+// exactly in headers_b64, shows them as U+FFFD in headers, and reads back
+// the exact bytes.
+func TestNonUTF8HeadersRoundTrip(t *testing.T) {
+	m := &Message{Stream: "S", Seq: 1, Subject: "s", Time: time.Unix(0, 0).UTC(),
+		Header: nats.Header{"X-Bin": {"\xc3\x28\xff", "ok"}, "Plain": {"text"}}, Data: []byte("x")}
+	line := m.AppendJSON(nil)
+	if !json.Valid(bytes.TrimSpace(line)) {
+		t.Fatalf("invalid JSON: %q", line)
+	}
+	if !bytes.Contains(line, []byte("\"headers\":{\"Plain\":[\"text\"],\"X-Bin\":[\"\ufffd(\ufffd\",\"ok\"]},\"headers_b64\":\"")) {
+		t.Errorf("line: %s", line)
+	}
+	got, err := ParseLine(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Header, m.Header) {
+		t.Errorf("headers: %q, want %q", got.Header, m.Header)
+	}
+	if _, ok := m.Generic()["headers_b64"]; !ok {
+		t.Error("jq's object has no headers_b64")
+	}
+	if v, _ := m.Field("headers_b64"); v == nil {
+		t.Error("Field(headers_b64) is nil")
+	}
+	// Valid headers stay as they were: no headers_b64.
+	m.Header = nats.Header{"Plain": {"grüße"}}
+	if line := m.AppendJSON(nil); bytes.Contains(line, []byte("headers_b64")) {
+		t.Errorf("line: %s", line)
+	}
+}

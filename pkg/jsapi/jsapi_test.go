@@ -34,3 +34,20 @@ func TestSubjectMatchesAny(t *testing.T) {
 		t.Error("no filter matches")
 	}
 }
+
+func TestValidateStreamName(t *testing.T) {
+	for _, ok := range []string{"ORDERS", "orders-v2", "DLQ_ORDERS", "ÜBER", "a"} {
+		if err := ValidateStreamName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	long := make([]byte, 256)
+	for i := range long {
+		long[i] = 'A'
+	}
+	for _, bad := range []string{"", "OR DERS", "ORD*", "orders.>", "a.b", "a/b", `a\b`, "tab\there", string(long)} {
+		if err := ValidateStreamName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func chooseReader(asked ReaderKind, info *jetstream.StreamInfo) (ReaderKind, err
 // start, searching on the count of matching messages from a sequence.
 func nthLast(ctx context.Context, js jetstream.JetStream, api *api, info *jetstream.StreamInfo, r Range, n uint64) (uint64, error) {
 	if len(r.Subjects) == 0 && info.State.NumDeleted == 0 {
-		if r.Last+1 < r.First+n {
+		if n > r.Last-r.First { // r.Last >= r.First: no overflow
 			return r.First, nil
 		}
 		return r.Last + 1 - n, nil

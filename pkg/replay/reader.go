@@ -17,6 +17,12 @@ type Emit func(*envelope.Message) error
 
 const (
 	directBatchSize = 4000
+	// directBatchBytes bounds a direct get batch in bytes. Without it the
+	// server sends up to its max_pending (64 MiB) at once; large messages
+	// then overrun what it lets one client have queued, it drops the
+	// connection as a slow consumer, and the batch never ends. The server
+	// sends at least one message, however large.
+	directBatchBytes = 8 << 20
 	// followPoll is how often the get and direct readers look for new
 	// messages when following.
 	followPoll = 250 * time.Millisecond
@@ -91,7 +97,7 @@ func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := a.directBatch(ctx, sub, jsapi.MsgGetRequest{Seq: next, Batch: directBatchSize, NextFor: nextFor(r.Subjects)},
+		n, err := a.directBatch(ctx, sub, jsapi.MsgGetRequest{Seq: next, Batch: directBatchSize, MaxBytes: directBatchBytes, NextFor: nextFor(r.Subjects)},
 			func(m *envelope.Message, _ uint64) (bool, error) {
 				if m.Seq > r.Last {
 					done = true

@@ -66,34 +66,105 @@ func StreamSource(js jetstream.JetStream, r Range) Source {
 }
 
 // FileSource reads JSON lines written by a replay dump, skipping messages
-// at or below after (a checkpoint).
+// at or below after (a checkpoint). Check the whole dump with ValidateDump
+// first: a bad line here stops the replay after the lines before it.
 func FileSource(rd io.Reader, after uint64) Source {
 	return func(ctx context.Context, emit Emit) error {
-		sc := bufio.NewScanner(rd)
-		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-		line := 0
-		for sc.Scan() {
-			line++
-			if len(sc.Bytes()) == 0 {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			m, err := envelope.ParseLine(sc.Bytes())
+		return scanDump(ctx, rd, func(line int, m *envelope.Message, err error) error {
 			if err != nil {
 				return fmt.Errorf("line %d: %w", line, err)
 			}
 			if m.Seq != 0 && m.Seq <= after {
-				continue
+				return nil
 			}
-			if err := emit(m); err != nil {
-				return err
-			}
-		}
-		return sc.Err()
+			return emit(m)
+		})
 	}
 }
+
+// DumpError is a dump's line that is not a message.
+type DumpError struct {
+	Name string
+	Line int
+	Err  error
+	// Last is set when the bad line is the dump's last, as a dump cut off
+	// by a crash leaves it.
+	Last bool
+}
+
+func (e *DumpError) Error() string {
+	last := ""
+	if e.Last {
+		last = " (the last line: was the dump cut off?)"
+	}
+	return fmt.Sprintf("%s:%d: %v%s", e.Name, e.Line, e.Err, last)
+}
+
+func (e *DumpError) Unwrap() error { return e.Err }
+
+// ValidateDump reads a whole dump, so that a bad line is found before
+// anything is published. It returns how many messages the dump holds, or
+// the first bad line as a *DumpError.
+func ValidateDump(ctx context.Context, rd io.Reader, name string) (uint64, error) {
+	var n uint64
+	var bad error
+	badLine := 0
+	err := scanDump(ctx, rd, func(line int, _ *envelope.Message, err error) error {
+		switch {
+		case bad != nil:
+			// A line after the bad one: it was not the last.
+			return errStopScan
+		case err != nil:
+			bad, badLine = err, line
+			return nil
+		}
+		n++
+		return nil
+	})
+	if bad != nil {
+		return n, &DumpError{Name: name, Line: badLine, Err: bad, Last: !errors.Is(err, errStopScan)}
+	}
+	if err != nil {
+		return n, fmt.Errorf("%s: %w", name, err)
+	}
+	return n, nil
+}
+
+var errStopScan = errors.New("stop")
+
+// scanDump calls each for every non-empty line of a dump, with the message
+// or why the line is not one.
+func scanDump(ctx context.Context, rd io.Reader, each func(line int, m *envelope.Message, err error) error) error {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 1<<20), maxDumpLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, err := envelope.ParseLine(sc.Bytes())
+		if err := each(line, m, err); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			if err := each(line+1, nil, fmt.Errorf("line longer than %d MiB", maxDumpLine>>20)); err != nil {
+				return err
+			}
+			return errStopScan
+		}
+		return err
+	}
+	return nil
+}
+
+// maxDumpLine bounds a dump's line: a 64 MiB payload in base64, with room.
+const maxDumpLine = 96 << 20
 
 // Run passes every message from src through the filter and pacing to sink,
 // checkpointing as it goes. Interrupted (ctx cancelled), it stops reading,
@@ -123,7 +194,12 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 		if opts.CheckpointPath == "" || cp == 0 {
 			return nil
 		}
-		return SaveCheckpoint(opts.CheckpointPath, Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.Target})
+		c := Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.Target}
+		if fs, ok := sink.(*FileSink); ok {
+			off := fs.Offset()
+			c.FileOffset = &off
+		}
+		return SaveCheckpoint(opts.CheckpointPath, c)
 	}
 	progress := func() {
 		if opts.Progress != nil {
@@ -211,9 +287,13 @@ type Checkpoint struct {
 	// (acknowledged, when republishing).
 	LastSeq uint64 `json:"last_seq"`
 	// ToSeq is the end of the range, fixed when the first run started.
-	ToSeq   uint64    `json:"to_seq"`
-	Target  string    `json:"target,omitempty"`
-	Updated time.Time `json:"updated"`
+	ToSeq  uint64 `json:"to_seq"`
+	Target string `json:"target,omitempty"`
+	// FileOffset is, for a --to-file dump, the file's length when every
+	// message up to LastSeq was written: a resumed dump cuts the file back
+	// to it, dropping lines written after the checkpoint.
+	FileOffset *int64    `json:"file_offset,omitempty"`
+	Updated    time.Time `json:"updated"`
 }
 
 // LoadCheckpoint reads a checkpoint file; a missing file is (nil, nil).

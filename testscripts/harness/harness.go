@@ -79,6 +79,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"second-js":       cmdSecondJS,
 		"consumer-add":    cmdConsumerAdd,
 		"worker":          cmdWorker,
+		"wait-file":       cmdWaitFile,
 	}
 }
 
@@ -197,7 +198,8 @@ func ctx() (context.Context, context.CancelFunc) {
 // pub [-n N] [-H Name:Value]... [-x HEX] [-s BYTES] SUBJECT [PAYLOAD]
 //
 // Publishes N (default 1) messages through JetStream and waits for every
-// acknowledgement. {i} in the subject or payload becomes the message's
+// acknowledgement. -Hx Name:HEX adds a header whose value is given in hex
+// (bytes that are not UTF-8). {i} in the subject or payload becomes the message's
 // number, from 1; -x gives a binary payload in hex instead; -s pads each
 // payload with dots to BYTES.
 func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
@@ -227,13 +229,20 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 				ts.Fatalf("pub: header %q is not Name:Value", args[1])
 			}
 			hdr.Add(k, v)
+		case "-Hx":
+			k, v, ok := strings.Cut(args[1], ":")
+			raw, err := hex.DecodeString(v)
+			if !ok || err != nil {
+				ts.Fatalf("pub: header %q is not Name:HEX", args[1])
+			}
+			hdr.Add(k, string(raw))
 		default:
 			ts.Fatalf("pub: unknown flag %s", args[0])
 		}
 		args = args[2:]
 	}
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: pub [-n N] [-H Name:Value]... [-x HEX] [-s BYTES] SUBJECT [PAYLOAD]")
+		ts.Fatalf("usage: pub [-n N] [-H Name:Value]... [-Hx Name:HEX]... [-x HEX] [-s BYTES] SUBJECT [PAYLOAD]")
 	}
 	payload := ""
 	if len(args) == 2 {

@@ -1,0 +1,95 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/envelope"
+)
+
+// Skips is the one rule of replay and stream tail for a --jq or --filter
+// program that fails on a message (say, .data.order_id on a text payload):
+// the message is skipped (--jq prints nothing for it, --filter does not
+// keep it), the first failure is one warning on stderr naming its
+// sequence, and the run goes on; replay's summary says how many.
+type Skips struct {
+	w                    io.Writer
+	JQ, Filter           uint64
+	firstJQ, firstFilter uint64
+}
+
+// NewSkips reports failures to w.
+func NewSkips(w io.Writer) *Skips { return &Skips{w: w} }
+
+func (s *Skips) jqFailed(m *envelope.Message, err error) {
+	s.JQ++
+	if s.JQ == 1 {
+		s.firstJQ = m.Seq
+		fmt.Fprintf(s.w, "jetctl: warning: --jq failed on seq %d (%v); messages it fails on are skipped\n", m.Seq, err)
+	}
+}
+
+func (s *Skips) filterFailed(seq uint64, err error) {
+	s.Filter++
+	if s.Filter == 1 {
+		s.firstFilter = seq
+		fmt.Fprintf(s.w, "jetctl: warning: --filter failed on seq %d (%v); messages it fails on do not match\n", seq, err)
+	}
+}
+
+// Summary is the clause replay's summary line adds, "" when nothing failed.
+func (s *Skips) Summary() string {
+	out := ""
+	if s.JQ > 0 {
+		out += fmt.Sprintf("; --jq failed on %s (first seq %d), skipped", Plural(s.JQ, "message"), s.firstJQ)
+	}
+	if s.Filter > 0 {
+		out += fmt.Sprintf("; --filter failed on %s (first seq %d), not kept", Plural(s.Filter, "message"), s.firstFilter)
+	}
+	return out
+}
+
+// MessageFilter compiles --filter for stream messages (nil for none): the
+// fields a simple program reads are built alone, anything else runs on
+// the whole message. A failure on a message goes to skips, and no match.
+func MessageFilter(expr string, skips *Skips) (func(*envelope.Message) (bool, error), error) {
+	var seq uint64
+	pred, err := output.CompilePredicate(expr, func(err error) { skips.filterFailed(seq, err) })
+	if pred == nil || err != nil {
+		return nil, err
+	}
+	return func(m *envelope.Message) (bool, error) {
+		seq = m.Seq
+		return pred.KeepFields(m, func() any { return m.Generic() }), nil
+	}, nil
+}
+
+// JQFormat formats each message with the --jq program for a LineSink; a
+// message the program fails on prints nothing and goes to skips.
+func JQFormat(p *output.Printer, skips *Skips) func(buf []byte, m *envelope.Message) ([]byte, error) {
+	return func(buf []byte, m *envelope.Message) ([]byte, error) {
+		n := len(buf)
+		out, err := p.AppendJQ(buf, m.Generic())
+		if err != nil {
+			skips.jqFailed(m, err)
+			return out[:n], nil
+		}
+		return out, nil
+	}
+}
+
+// Plural is "1 message", "2 messages", "1,000 messages".
+func Plural(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return humanize.Comma(int64(n)) + " " + noun + "s"
+}
+
+// rawFormat prints payloads only, one a line.
+func rawFormat(buf []byte, m *envelope.Message) ([]byte, error) {
+	return append(append(buf, m.Data...), '\n'), nil
+}
