@@ -52,12 +52,9 @@ var docRules = []docRule{
 	{is: "jetctl stream tail ORDERS", interruptOn: `(?m)^\{"stream":"ORDERS"`, exit: 130, why: "tails until interrupted, then exits 130"},
 	{is: "jetctl stream tail ORDERS --since 10m --subject 'orders.failed'", interruptOn: `(?m)^\{"stream":"ORDERS"`, exit: 130, why: "tails until interrupted, then exits 130"},
 
-	// PENDING: wrong in the docs, fixed on another branch (issue 10);
-	// remove each rule once the fix is merged.
-	{match: "--to orders.> --to-context dr-cluster", skip: true, why: "PENDING: unquoted > is a shell redirect (replay takes one STREAM, exit 2); quoted it would land on orders.orders.paid: --to '{subject}' (issue 10 item 13)"},
-
 	// Documented exit codes.
 	{is: "jetctl status -s nats://127.0.0.1:4999", exit: 1, why: "the sample of an unreachable server: nothing listens on port 4999"},
+	{is: "jetctl replay ORDERS -o table", exit: 2, why: "the sample of a refused output format"},
 	{is: "jetctl kv diff cfg --since 1h --exit-code", exit: 8, why: "the fixture wrote cfg within the hour: 8 means there are differences"},
 }
 
