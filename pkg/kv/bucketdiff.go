@@ -229,9 +229,12 @@ func (c *Comparison) diffPair(ctx context.Context, p *pair) (KeyDiff, error) {
 	if err != nil {
 		return KeyDiff{}, err
 	}
-	changes := diffLabelled(lv, rv, func() (string, string) {
+	changes, err := diffLabelled(ctx, lv, rv, func() (string, string) {
 		return fmt.Sprintf("%s/%s@%d", c.ls.b.name, p.key, l.rev), fmt.Sprintf("%s/%s@%d", c.rs.b.name, p.key, r.rev)
 	})
+	if err != nil {
+		return KeyDiff{}, err
+	}
 	l.value, r.value = nil, nil
 	return KeyDiff{
 		Key:     p.key,
