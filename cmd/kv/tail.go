@@ -163,7 +163,7 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 	if filter != nil {
 		// Called from several goroutines: kv.Tail filters in parallel and
 		// keeps the output, and the failures it reports, in stream order.
-		cfg.Match = func(e *kv.Entry) (bool, error) {
+		cfg.Match = func(ctx context.Context, e *kv.Entry) (bool, error) {
 			// Most filters read a field or two: decide on those alone.
 			if keep, decided := filter.Fast.Eval(e); decided {
 				return keep, nil
@@ -172,7 +172,7 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 			if err != nil {
 				return false, nil
 			}
-			return filter.Match(input)
+			return filter.Match(ctx, input)
 		}
 		var warnOnce sync.Once
 		cfg.OnMatchError = func(e *kv.Entry, err error) {

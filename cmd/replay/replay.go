@@ -450,6 +450,6 @@ func MessageFilter(f *factory.Factory, expr string) (func(*envelope.Message) (bo
 		return nil, err
 	}
 	return func(m *envelope.Message) (bool, error) {
-		return pred.KeepFields(m, func() any { return m.Generic() }), nil
+		return pred.KeepFields(f.Context(), m, func() any { return m.Generic() }), nil
 	}, nil
 }

@@ -78,6 +78,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"second-js":       cmdSecondJS,
 		"consumer-add":    cmdConsumerAdd,
 		"worker":          cmdWorker,
+		"interrupt-busy":  cmdInterruptBusy,
 	}
 }
 
