@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -374,9 +375,14 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 		c.add(k, l, r)
 	}
 	if gone > 0 {
+		since := cfg.From.UTC().Format(time.RFC3339)
+		keys := fmt.Sprintf("%d keys written since %s have no older revision left; they", gone, since)
+		if gone == 1 {
+			keys = fmt.Sprintf("1 key written since %s has no older revision left; it", since)
+		}
 		c.Warnings = append(c.Warnings, fmt.Sprintf(
-			"bucket %q has history %d, and purges remove revisions: %d keys written since %s have no older revision left; they may have existed then (reported as added, or not at all when now deleted)",
-			b.name, b.history(), gone, cfg.From.UTC().Format(time.RFC3339)))
+			"bucket %q has history %d, and purges remove revisions: %s may have existed then (reported as added, or not at all when now deleted)",
+			b.name, b.history(), keys))
 	}
 	return c, nil
 }
@@ -385,6 +391,9 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 type BucketsDiffConfig struct {
 	Left  string
 	Right string
+	// RightPlace says where Right is when it is on another connection
+	// ("context dr", a server URL), for errors about it.
+	RightPlace string
 	// Keys are key patterns; none means every key.
 	Keys        []string
 	ValueBudget int64
@@ -415,7 +424,7 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 	}
 	rb, err := openBucket(ctx, rightJS, cfg.Right)
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.RightPlace)
 	}
 	budget := valueBudget(cfg.ValueBudget)
 	c := &Comparison{ls: state{b: lb, budget: &budget}, rs: state{b: rb, budget: &budget}, started: started}
@@ -444,7 +453,7 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.RightPlace)
 	}
 	for k, l := range left {
 		c.add(k, l, nil)
@@ -458,4 +467,19 @@ func valueBudget(b int64) int64 {
 		return DefaultValueBudget
 	}
 	return b
+}
+
+// placed says where the other bucket of a diff is in an error about it,
+// so that "not found" names the side that is missing.
+func placed(err error, place string) error {
+	if place == "" || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		named := *nf
+		named.Place = place
+		return &named
+	}
+	return fmt.Errorf("%s: %w", place, err)
 }

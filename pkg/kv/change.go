@@ -120,7 +120,7 @@ func (c Change) String() string {
 // sha256:…" for binary values.
 func Compact(v any) string {
 	if bi, ok := v.(BinaryInfo); ok {
-		return fmt.Sprintf("binary, %d bytes, sha256:%s", bi.Size, bi.SHA256[:16])
+		return fmt.Sprintf("binary, %s, sha256:%s", plural(bi.Size, "byte", "bytes"), bi.SHA256[:16])
 	}
 	var b bytes.Buffer
 	if err := writeJSONValue(&b, v); err != nil {
@@ -183,6 +183,14 @@ func lines(s string) []string {
 		out[len(out)-1] += "\n"
 	}
 	return out
+}
+
+// plural is "1 byte", "2 bytes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // isPlainString reports whether JSON writes s between quotes unchanged:
