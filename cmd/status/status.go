@@ -255,7 +255,11 @@ func tables(st *Status, width int) []output.Table {
 	account.Row("storage", humanize.IBytes(a.StorageBytes), limit(a.MaxStorage, true))
 	account.Row("streams", a.Streams, limit(int64(a.MaxStreams), false))
 	account.Row("consumers", a.Consumers, limit(int64(a.MaxConsumers), false))
-	account.Row("api requests", humanize.Comma(int64(a.APIRequests)), humanize.Comma(int64(a.APIErrors))+" errors")
+	errors := humanize.Comma(int64(a.APIErrors)) + " errors"
+	if a.APIErrors == 1 {
+		errors = "1 error"
+	}
+	account.Row("api requests", humanize.Comma(int64(a.APIRequests)), errors)
 	if a.Domain != "" {
 		account.Row("domain", a.Domain, "")
 	}
