@@ -330,12 +330,25 @@ func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js 
 
 func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js, other jetstream.JetStream, mode *diffMode, bar *factory.Progress) (bool, error) {
 	cfg := mode.buckets
+	left, right := sideJSON{Bucket: cfg.Left}, mode.rightSide()
+	if mode.other != nil {
+		// Two connections: the left side is named by its own.
+		r, err := f.Resolve()
+		if err != nil {
+			return false, err
+		}
+		if r.Context != "" {
+			left.Context = r.Context
+		} else {
+			left.Server = natsconn.RedactURL(r.Server)
+		}
+		cfg.LeftPlace = left.place()
+	}
 	c, err := kv.CompareBuckets(ctx, js, other, *cfg)
 	bar.Finish()
 	if err != nil {
 		return false, err
 	}
-	left, right := sideJSON{Bucket: cfg.Left}, mode.rightSide()
 	leftLabel, rightLabel := left.label(), right.label()
 	if leftLabel == rightLabel {
 		// A bucket against itself: the counts still need two names.

@@ -391,9 +391,9 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 type BucketsDiffConfig struct {
 	Left  string
 	Right string
-	// RightPlace says where Right is when it is on another connection
-	// ("context dr", a server URL), for errors about it.
-	RightPlace string
+	// LeftPlace and RightPlace say where each bucket is when they are on
+	// two connections ("context dr", a server URL), for errors about them.
+	LeftPlace, RightPlace string
 	// Keys are key patterns; none means every key.
 	Keys        []string
 	ValueBudget int64
@@ -420,7 +420,7 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 	started := time.Now()
 	lb, err := openBucket(ctx, leftJS, cfg.Left)
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.LeftPlace)
 	}
 	rb, err := openBucket(ctx, rightJS, cfg.Right)
 	if err != nil {
@@ -440,7 +440,7 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.LeftPlace)
 	}
 	err = rb.scan(ctx, rightJS, spec, func(e Entry) error {
 		c.stats.add(e)
