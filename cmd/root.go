@@ -66,6 +66,7 @@ else to stderr. Exit codes are the same for every command: see
 			return &exitcode.Error{Code: exitcode.Usage, Err: errors.New(msg)}
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			f.SetContext(cmd.Context())
 			if err := f.Validate(); err != nil {
 				return err
 			}

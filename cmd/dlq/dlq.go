@@ -124,7 +124,7 @@ func filterFlag(f *factory.Factory, expr string) (func(pkgdlq.Entry) bool, error
 	if err != nil || pred == nil {
 		return nil, err
 	}
-	return func(e pkgdlq.Entry) bool { return pred.Keep(e.Generic()) }, nil
+	return func(e pkgdlq.Entry) bool { return pred.Keep(f.Context(), e.Generic()) }, nil
 }
 
 // unknownConsumer is the answer when --consumer selected nothing: exit 3

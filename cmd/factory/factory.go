@@ -31,6 +31,7 @@ type Factory struct {
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 
+	ctx      context.Context
 	logger   *slog.Logger
 	resolved *natsconn.Resolved
 	nc       *nats.Conn
@@ -150,10 +151,28 @@ func (f *Factory) JetStream(ctx context.Context) (jetstream.JetStream, error) {
 	return js, nil
 }
 
-// Printer returns the output printer; defaultFormat applies when -o is not
-// given.
+// SetContext records the running command's context (cancelled by SIGINT
+// and SIGTERM); the root command sets it before any command runs.
+func (f *Factory) SetContext(ctx context.Context) { f.ctx = ctx }
+
+// Context is the running command's context: what stops jq programs and
+// other long work when the command is interrupted.
+func (f *Factory) Context() context.Context {
+	if f.ctx == nil {
+		return context.Background()
+	}
+	return f.ctx
+}
+
+// Printer returns the output printer, whose --jq program runs with the
+// command's context; defaultFormat applies when -o is not given.
 func (f *Factory) Printer(defaultFormat string) (*output.Printer, error) {
-	return output.NewPrinter(f.Output, f.IO.Out, f.IO.ColorOut(), defaultFormat)
+	p, err := output.NewPrinter(f.Output, f.IO.Out, f.IO.ColorOut(), defaultFormat)
+	if err != nil {
+		return nil, err
+	}
+	p.Context = f.Context()
+	return p, nil
 }
 
 // Validate checks the global flags that can be checked without a server,

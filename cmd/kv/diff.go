@@ -197,6 +197,7 @@ func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) 
 		} else if fl.againstContext != "" {
 			m.other = &natsconn.Options{Context: fl.againstContext}
 		}
+		m.buckets.RightPlace = m.rightSide().place()
 		return m, nil
 
 	case timeFlag != "":
@@ -329,15 +330,29 @@ func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js 
 
 func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js, other jetstream.JetStream, mode *diffMode, bar *factory.Progress) (bool, error) {
 	cfg := mode.buckets
+	left, right := sideJSON{Bucket: cfg.Left}, mode.rightSide()
+	if mode.other != nil {
+		// Two connections: the left side is named by its own.
+		r, err := f.Resolve()
+		if err != nil {
+			return false, err
+		}
+		if r.Context != "" {
+			left.Context = r.Context
+		} else {
+			left.Server = natsconn.RedactURL(r.Server)
+		}
+		cfg.LeftPlace = left.place()
+	}
 	c, err := kv.CompareBuckets(ctx, js, other, *cfg)
 	bar.Finish()
 	if err != nil {
 		return false, err
 	}
-	left, right := sideJSON{Bucket: cfg.Left}, sideJSON{Bucket: cfg.Right}
-	if o := mode.other; o != nil {
-		right.Server = natsconn.RedactURL(o.Server)
-		right.Context = o.Context
+	leftLabel, rightLabel := left.label(), right.label()
+	if leftLabel == rightLabel {
+		// A bucket against itself: the counts still need two names.
+		leftLabel, rightLabel = leftLabel+" (left)", rightLabel+" (right)"
 	}
 	doc := []docField{
 		{name: "left", value: left},
@@ -354,7 +369,7 @@ func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, 
 	summary := func() string {
 		onlyLeft, onlyRight, changed := c.Counts()
 		return fmt.Sprintf("%d only in %s, %d only in %s, %d different, %d identical",
-			onlyLeft, left.label(), onlyRight, right.label(), changed, c.Identical())
+			onlyLeft, leftLabel, onlyRight, rightLabel, changed, c.Identical())
 	}
 	return report(ctx, f, p, c, doc, summary)
 }
@@ -395,8 +410,8 @@ func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Co
 	if secs := s.Elapsed.Seconds(); secs > 0 {
 		rate = fmt.Sprintf(" (%s revisions/s)", humanize.Comma(int64(float64(s.Messages)/secs)))
 	}
-	fmt.Fprintf(f.IO.ErrOut, "read %s, %s, in %s%s\n",
-		plural(s.Messages, "revision"), humanize.IBytes(uint64(s.Bytes)), s.Elapsed.Round(time.Millisecond), rate)
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: read %s, %s, in %s%s\n",
+		plural(s.Messages, "revision", "revisions"), humanize.IBytes(uint64(s.Bytes)), s.Elapsed.Round(time.Millisecond), rate)
 	return c.Differs(), err
 }
 
@@ -432,11 +447,12 @@ func writeDiffText(ctx context.Context, w io.Writer, c *kv.Comparison, summary f
 	return err
 }
 
-func plural(n int, noun string) string {
+// plural is "1 revision", "0 revisions", "1,234 revisions".
+func plural(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	return humanize.Comma(int64(n)) + " " + noun + "s"
+	return humanize.Comma(int64(n)) + " " + many
 }
 
 func indent(s, prefix string) string {
@@ -500,14 +516,34 @@ func keyValues(ctx context.Context, walk func(context.Context, func(kv.KeyState)
 	}
 }
 
+// rightSide is the other bucket of a two-bucket diff, with its server or
+// context when it is on another connection.
+func (m *diffMode) rightSide() sideJSON {
+	s := sideJSON{Bucket: m.buckets.Right}
+	if o := m.other; o != nil {
+		s.Server = natsconn.RedactURL(o.Server)
+		s.Context = o.Context
+	}
+	return s
+}
+
+// place is where a side's bucket is when not on the main connection:
+// "context dr" or its server's URL; "" otherwise.
+func (s sideJSON) place() string {
+	switch {
+	case s.Server != "":
+		return s.Server
+	case s.Context != "":
+		return "context " + s.Context
+	}
+	return ""
+}
+
 // label names a side in the text summary: the bucket, and its server or
 // context when it is not the main connection's.
 func (s sideJSON) label() string {
-	switch {
-	case s.Server != "":
-		return s.Bucket + " (" + s.Server + ")"
-	case s.Context != "":
-		return s.Bucket + " (context " + s.Context + ")"
+	if p := s.place(); p != "" {
+		return s.Bucket + " (" + p + ")"
 	}
 	return s.Bucket
 }

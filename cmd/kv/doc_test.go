@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -24,9 +25,10 @@ func list[T any](items []T) func(func(any) error) error {
 // The streamed documents are byte for byte what the output package writes
 // for the whole document, in every format, and what --jq sees.
 func TestWriteDocMatchesPrinter(t *testing.T) {
-	changes := kv.Diff([]byte(`{"a":1,"b":"<x&y>","c":[1,2],"d":{"e":null}}`), []byte(`{ "a": 2.50, "c": [1,2,3], "d": {"e": "\u2028"}, "f": true }`), "l", "r")
-	text := kv.Diff([]byte("one\ntwo <b>\n"), []byte("one\nthree\n"), "cfg/notes@1", "cfg/notes@2")
-	bin := kv.Diff([]byte{0, 1, 2}, []byte{0xff}, "l", "r")
+	ctx := context.Background()
+	changes, _ := kv.Diff(ctx, []byte(`{"a":1,"b":"<x&y>","c":[1,2],"d":{"e":null}}`), []byte(`{ "a": 2.50, "c": [1,2,3], "d": {"e": "\u2028"}, "f": true }`), "l", "r")
+	text, _ := kv.Diff(ctx, []byte("one\ntwo <b>\n"), []byte("one\nthree\n"), "cfg/notes@1", "cfg/notes@2")
+	bin, _ := kv.Diff(ctx, []byte{0, 1, 2}, []byte{0xff}, "l", "r")
 	added := []keyValueJSON{
 		{Key: "a.json", Revision: 3, Time: "2025-06-01T12:00:00.5Z", Value: kv.Raw([]byte(` {"x": [1, {"y": "<z>"}], "n": 1e3} `))},
 		{Key: "a.text", Revision: 4, Time: "2025-06-01T12:00:00Z", Value: kv.Raw([]byte("line\nnext é"))},

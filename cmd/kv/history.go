@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/dustin/go-humanize"
@@ -11,23 +12,27 @@ import (
 	"github.com/jetctl/jetctl/pkg/kv"
 )
 
-// historyValueWidth is where the table cuts values; -o json shows them whole.
+// historyValueWidth is where the table cuts values unless --full; -o json
+// shows them whole.
 const historyValueWidth = 60
 
 func newHistoryCmd(f *factory.Factory) *cobra.Command {
-	return &cobra.Command{
+	var full bool
+	c := &cobra.Command{
 		Use:   "history BUCKET KEY",
 		Short: "show every revision of a key, with full values in JSON",
 		Long: `Show every revision the bucket keeps of KEY, oldest first: revision, operation
 (PUT, DEL, PURGE), time, size and value.
 
-The table cuts long values with an ellipsis and shows binary values by size;
--o json, jsonl and yaml show each value whole: a JSON value as the document
-itself, other text as a string, binary values as value_b64. KEY may be a
-pattern (app.*, app.>), which adds a key column.
+The table cuts values at 60 characters with an ellipsis (and says so on
+stderr); --full shows them whole, on one line each. Binary values show as
+their size. -o json, jsonl and yaml always show each value whole: a JSON
+value as the document itself, other text as a string, binary values as
+value_b64. KEY may be a pattern (app.*, app.>), which adds a key column.
 
 A bucket or key that does not exist is exit 3.`,
 		Example: `  jetctl kv history cfg app.config
+  jetctl kv history cfg app.config --full
   jetctl kv history cfg app.config -o json
   jetctl kv history cfg 'app.>' -o jsonl --jq 'select(.op == "PUT") | .value.version'`,
 		Args:              cobra.ExactArgs(2),
@@ -56,21 +61,39 @@ A bucket or key that does not exist is exit 3.`,
 				return printItems(f, p, entries, nil)
 			}
 			withKey := strings.ContainsAny(cfg.Key, "*>")
-			return p.Print(entries, func() []output.Table { return []output.Table{historyTable(entries, withKey)} })
+			width := historyValueWidth
+			if full {
+				width = 0
+			}
+			cut := false
+			err = p.Print(entries, func() []output.Table {
+				t, c := historyTable(entries, withKey, width)
+				cut = c
+				return []output.Table{t}
+			})
+			if err == nil && cut {
+				fmt.Fprintf(f.IO.ErrOut, "jetctl: note: values are cut at %d characters; --full or -o json shows them whole\n", historyValueWidth)
+			}
+			return err
 		},
 	}
+	c.Flags().BoolVar(&full, "full", false, "in the table, show values whole instead of cut at 60 characters")
+	return c
 }
 
-func historyTable(entries []kv.Entry, withKey bool) output.Table {
+// historyTable is the table of revisions, values cut at width runes (0:
+// whole); cut reports whether a value was.
+func historyTable(entries []kv.Entry, withKey bool, width int) (t output.Table, cut bool) {
 	header := []string{"revision", "op", "time", "size", "value"}
 	if withKey {
 		header = append([]string{"key"}, header...)
 	}
-	t := output.Table{Header: header}
+	t = output.Table{Header: header}
 	for _, e := range entries {
 		value := "-"
 		if e.Op == kv.OpPut {
-			value = oneLine(e.Value, historyValueWidth)
+			value = oneLine(e.Value, width)
+			cut = cut || (width > 0 && value != oneLine(e.Value, 0))
 		}
 		cells := []any{e.Revision, string(e.Op), timeText(e.Time), humanize.IBytes(uint64(len(e.Value))), value}
 		if withKey {
@@ -78,7 +101,7 @@ func historyTable(entries []kv.Entry, withKey bool) output.Table {
 		}
 		t.Row(cells...)
 	}
-	return t
+	return t, cut
 }
 
 // bucketArg completes the bucket name, the first argument.

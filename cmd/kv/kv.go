@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -118,14 +117,14 @@ func oneLine(value []byte, width int) string {
 	case kv.KindJSON:
 		var b bytes.Buffer
 		if err := json.Compact(&b, value); err != nil {
-			return fmt.Sprintf("(%d bytes)", len(value))
+			return "(" + plural(len(value), "byte", "bytes") + ")"
 		}
 		s = b.String()
 	case kv.KindText:
 		s = strconv.Quote(string(value))
 		s = s[1 : len(s)-1]
 	default:
-		return fmt.Sprintf("(binary, %d bytes)", len(value))
+		return "(binary, " + plural(len(value), "byte", "bytes") + ")"
 	}
 	if width > 0 && utf8.RuneCountInString(s) > width {
 		r := []rune(s)

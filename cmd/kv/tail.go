@@ -48,7 +48,9 @@ nor null); a revision on which it fails (e.g. .value.state on a text value)
 does not match, with one warning. The global --jq then transforms what is
 printed. --count N exits 0 after N matches; --wait D gives up after D with
 exit 5. Together they make a CI step that waits for a condition; without
-them the tail runs until interrupted.`,
+them the tail runs until interrupted. --wait without --count bounds the
+tail: it stops after D, exit 0 when at least one revision matched, 5 when
+none did.`,
 		Example: `  jetctl kv tail cfg
   jetctl kv tail cfg 'app.>' 'deploy.*' --history
   jetctl kv tail cfg deploy.status --filter '.value.state == "ready"' --count 1 --wait 5m
@@ -96,6 +98,11 @@ them the tail runs until interrupted.`,
 				})
 			}
 			if wait > 0 && errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
+				if cfg.Count == 0 && matched > 0 {
+					// Without --count, --wait bounds the tail: what was
+					// waited for (a match) came.
+					return nil
+				}
 				return waitExpired(cfg, wait, matched)
 			}
 			return err
@@ -109,7 +116,7 @@ them the tail runs until interrupted.`,
 	fs.BoolVar(&fl.deletes, "deletes", false, "include DEL and PURGE revisions")
 	fs.StringVar(&fl.filter, "filter", "", "keep revisions for which this jq program is true")
 	fs.IntVar(&fl.count, "count", 0, "exit 0 after this many matches")
-	fs.StringVar(&fl.wait, "wait", "", "give up after this long with exit 5 (90s, 5m, 1d)")
+	fs.StringVar(&fl.wait, "wait", "", "give up after this long with exit 5 (90s, 5m, 1d); without --count, stop then, exit 0 if anything matched")
 	return c
 }
 
@@ -163,7 +170,7 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 	if filter != nil {
 		// Called from several goroutines: kv.Tail filters in parallel and
 		// keeps the output, and the failures it reports, in stream order.
-		cfg.Match = func(e *kv.Entry) (bool, error) {
+		cfg.Match = func(ctx context.Context, e *kv.Entry) (bool, error) {
 			// Most filters read a field or two: decide on those alone.
 			if keep, decided := filter.Fast.Eval(e); decided {
 				return keep, nil
@@ -172,7 +179,7 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 			if err != nil {
 				return false, nil
 			}
-			return filter.Match(input)
+			return filter.Match(ctx, input)
 		}
 		var warnOnce sync.Once
 		cfg.OnMatchError = func(e *kv.Entry, err error) {
@@ -186,9 +193,9 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 
 func waitExpired(cfg kv.TailConfig, wait time.Duration, matched int) error {
 	if cfg.Count > 0 {
-		return exitcode.Newf(exitcode.Timeout, "bucket %q: --wait %s expired after %d of %d matches", cfg.Bucket, wait, matched, cfg.Count)
+		return exitcode.Newf(exitcode.Timeout, "bucket %q: --wait %s expired after %d of %s", cfg.Bucket, wait, matched, plural(cfg.Count, "match", "matches"))
 	}
-	return exitcode.Newf(exitcode.Timeout, "bucket %q: --wait %s expired after %d matches", cfg.Bucket, wait, matched)
+	return exitcode.Newf(exitcode.Timeout, "bucket %q: no revision matched within --wait %s", cfg.Bucket, wait)
 }
 
 // relaxGC lets a filtered tail's garbage grow to five times the live heap

@@ -6,6 +6,7 @@ package output
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,7 +39,11 @@ type Printer struct {
 	Format string
 	// Color is true when Out is a terminal and NO_COLOR is not set.
 	Color bool
-	jq    *gojq.Code
+	// Context is the command's: it stops a --jq program that runs long
+	// (`def f: f; f`) when the command is interrupted. nil is
+	// context.Background().
+	Context context.Context
+	jq      *gojq.Code
 }
 
 // CompileJQ compiles a jq program; a bad program is a usage error (exit 2).
@@ -116,10 +121,12 @@ func CompilePredicate(expr string, onError func(error)) (*Predicate, error) {
 	return &Predicate{filter: filter, onError: onError}, nil
 }
 
-// Keep runs the program on a document in generic JSON form.
-func (p *Predicate) Keep(document any) bool {
-	keep, err := p.filter.Match(document)
-	if err != nil && p.onError != nil {
+// Keep runs the program on a document in generic JSON form. When ctx
+// ends, the program stops and keeps nothing, and onError is not told: the
+// caller is stopping too.
+func (p *Predicate) Keep(ctx context.Context, document any) bool {
+	keep, err := p.filter.Match(ctx, document)
+	if err != nil && p.onError != nil && ctx.Err() == nil {
 		p.onError(err)
 	}
 	return keep
@@ -128,11 +135,11 @@ func (p *Predicate) Keep(document any) bool {
 // KeepFields decides on obj's fields alone when the program is simple
 // enough (see pkg/jqpred), and otherwise runs it on document(), obj's
 // whole generic form.
-func (p *Predicate) KeepFields(obj jqpred.Object, document func() any) bool {
+func (p *Predicate) KeepFields(ctx context.Context, obj jqpred.Object, document func() any) bool {
 	if keep, decided := p.filter.Fast.Eval(obj); decided {
 		return keep
 	}
-	return p.Keep(document())
+	return p.Keep(ctx, document())
 }
 
 // Filter is a compiled --filter program, for callers that report each
@@ -158,9 +165,10 @@ func CompileFilter(expr string) (*Filter, error) {
 }
 
 // Match runs the program on a document in generic JSON form: true when its
-// first result is neither false nor null.
-func (f *Filter) Match(input any) (bool, error) {
-	v, ok := f.code.Run(input).Next()
+// first result is neither false nor null. It stops with ctx's error when
+// ctx ends, however long the program would run.
+func (f *Filter) Match(ctx context.Context, input any) (bool, error) {
+	v, ok := f.code.RunWithContext(ctx, input).Next()
 	if !ok {
 		return false, nil
 	}
@@ -296,7 +304,11 @@ func (p *Printer) Item(v any) error {
 }
 
 func (p *Printer) runJQ(input any) error {
-	iter := p.jq.Run(input)
+	ctx := p.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	iter := p.jq.RunWithContext(ctx, input)
 	for {
 		v, ok := iter.Next()
 		if !ok {

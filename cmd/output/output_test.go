@@ -2,6 +2,8 @@ package output
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -185,10 +187,10 @@ func TestPredicateKeepFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.KeepFields(fields(doc), document); got != tt.keep || calls != tt.documents || len(failures) != tt.failures {
+		if got := p.KeepFields(context.Background(), fields(doc), document); got != tt.keep || calls != tt.documents || len(failures) != tt.failures {
 			t.Errorf("%s: keep %v, %d documents built, failures %v; want %v, %d, %d", tt.expr, got, calls, failures, tt.keep, tt.documents, tt.failures)
 		}
-		if got := p.Keep(doc); got != tt.keep {
+		if got := p.Keep(context.Background(), doc); got != tt.keep {
 			t.Errorf("%s: Keep on the document %v, KeepFields %v", tt.expr, got, tt.keep)
 		}
 	}
@@ -213,5 +215,45 @@ func TestJSONDoesNotEscapeSubjects(t *testing.T) {
 		if !strings.Contains(buf.String(), `"orders.>"`) || !strings.Contains(buf.String(), `"a & <b>"`) {
 			t.Errorf("-o %s: %s", format, buf.String())
 		}
+	}
+}
+
+// A jq program that never ends (def f: f; f) stops when the command's
+// context ends, in --jq and in --filter alike, with the context's error
+// (exit 130) and no --filter warning.
+func TestJQStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	const forever = `def f: f; f`
+
+	p, err := NewPrinter(Options{JQ: forever}, &bytes.Buffer{}, false, "table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Context = ctx
+	if err := p.Print(items, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Print: %v, want context.Canceled", err)
+	}
+	if err := p.Item(items[0]); !errors.Is(err, context.Canceled) {
+		t.Errorf("Item: %v, want context.Canceled", err)
+	}
+	if _, err := p.AppendJQ(nil, map[string]any{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("AppendJQ: %v, want context.Canceled", err)
+	}
+
+	f, err := CompileFilter(forever)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keep, err := f.Match(ctx, map[string]any{}); keep || !errors.Is(err, context.Canceled) {
+		t.Errorf("Match: %v, %v; want false, context.Canceled", keep, err)
+	}
+	warned := false
+	pred, err := CompilePredicate(forever, func(error) { warned = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pred.Keep(ctx, map[string]any{}) || warned {
+		t.Errorf("Keep: kept, or warned (%v)", warned)
 	}
 }

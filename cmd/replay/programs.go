@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -55,7 +56,8 @@ func (s *Skips) Summary() string {
 // MessageFilter compiles --filter for stream messages (nil for none): the
 // fields a simple program reads are built alone, anything else runs on
 // the whole message. A failure on a message goes to skips, and no match.
-func MessageFilter(expr string, skips *Skips) (func(*envelope.Message) (bool, error), error) {
+// A program still running when ctx ends stops, and matches nothing.
+func MessageFilter(ctx context.Context, expr string, skips *Skips) (func(*envelope.Message) (bool, error), error) {
 	var seq uint64
 	pred, err := output.CompilePredicate(expr, func(err error) { skips.filterFailed(seq, err) })
 	if pred == nil || err != nil {
@@ -63,7 +65,7 @@ func MessageFilter(expr string, skips *Skips) (func(*envelope.Message) (bool, er
 	}
 	return func(m *envelope.Message) (bool, error) {
 		seq = m.Seq
-		return pred.KeepFields(m, func() any { return m.Generic() }), nil
+		return pred.KeepFields(ctx, m, func() any { return m.Generic() }), nil
 	}, nil
 }
 

@@ -219,7 +219,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		return err
 	}
 	o.skips = NewSkips(f.IO.ErrOut)
-	filter, err := MessageFilter(o.filter, o.skips)
+	filter, err := MessageFilter(ctx, o.filter, o.skips)
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,16 @@ package status
 
 import (
 	"context"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
@@ -77,7 +81,11 @@ func NewCmd(f *factory.Factory) *cobra.Command {
 		Short: "show the account's JetStream usage, limits, streams and buckets",
 		Long: `Show the account's JetStream usage and limits, then a table of streams and
 one of KV buckets (and object stores, if any). Streams that back KV buckets
-(KV_*) and object stores (OBJ_*) appear under those, not under streams.`,
+(KV_*) and object stores (OBJ_*) appear under those, not under streams.
+
+The table fits the terminal's width (or $COLUMNS when set): subjects that
+do not fit are cut with "…". Off a terminal, without $COLUMNS, it is not
+cut; -o json always has every subject.`,
 		Example: `  jetctl status
   jetctl status -o json
   jetctl status --jq '.streams[].name'`,
@@ -95,7 +103,7 @@ one of KV buckets (and object stores, if any). Streams that back KV buckets
 			if err != nil {
 				return err
 			}
-			return p.Print(st, func() []output.Table { return tables(st) })
+			return p.Print(st, func() []output.Table { return tables(st, tableWidth(f)) })
 		},
 	}
 }
@@ -186,14 +194,72 @@ func addStream(st *Status, si *jetstream.StreamInfo) {
 	}
 }
 
-func tables(st *Status) []output.Table {
+// tableWidth is the width the tables must fit: $COLUMNS when it is a
+// number, else the terminal's width when stdout is a terminal; 0, no
+// limit, otherwise, so that a pipe gets every subject.
+func tableWidth(f *factory.Factory) int {
+	if n, err := strconv.Atoi(f.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if !f.IO.StdoutTTY {
+		return 0
+	}
+	if file, ok := f.IO.Out.(*os.File); ok {
+		if w, _, err := term.GetSize(int(file.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return 0
+}
+
+// minSubjectsWidth is the narrowest the SUBJECTS column gets: its header.
+const minSubjectsWidth = len("SUBJECTS")
+
+// fitSubjects cuts the subjects cells (column col) so that the table's
+// lines fit width, as output.Table renders them: columns two spaces
+// apart.
+func fitSubjects(t *output.Table, col, width int) {
+	if width <= 0 {
+		return
+	}
+	widths := make([]int, len(t.Header))
+	for i, h := range t.Header {
+		widths[i] = utf8.RuneCountInString(h)
+	}
+	for _, row := range t.Rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	others := 2 * (len(widths) - 1)
+	for i, w := range widths {
+		if i != col {
+			others += w
+		}
+	}
+	limit := max(width-others, minSubjectsWidth)
+	if widths[col] <= limit {
+		return
+	}
+	for _, row := range t.Rows {
+		if r := []rune(row[col]); len(r) > limit {
+			row[col] = string(r[:limit-1]) + "…"
+		}
+	}
+}
+
+func tables(st *Status, width int) []output.Table {
 	a := st.Account
 	account := output.Table{Header: []string{"account", "used", "limit"}}
 	account.Row("memory", humanize.IBytes(a.MemoryBytes), limit(a.MaxMemory, true))
 	account.Row("storage", humanize.IBytes(a.StorageBytes), limit(a.MaxStorage, true))
 	account.Row("streams", a.Streams, limit(int64(a.MaxStreams), false))
 	account.Row("consumers", a.Consumers, limit(int64(a.MaxConsumers), false))
-	account.Row("api requests", humanize.Comma(int64(a.APIRequests)), humanize.Comma(int64(a.APIErrors))+" errors")
+	errors := humanize.Comma(int64(a.APIErrors)) + " errors"
+	if a.APIErrors == 1 {
+		errors = "1 error"
+	}
+	account.Row("api requests", humanize.Comma(int64(a.APIRequests)), errors)
 	if a.Domain != "" {
 		account.Row("domain", a.Domain, "")
 	}
@@ -204,6 +270,7 @@ func tables(st *Status) []output.Table {
 		streams.Row(s.Name, strings.Join(s.Subjects, ", "), s.Retention, s.Storage, s.Replicas,
 			humanize.Comma(int64(s.Messages)), humanize.IBytes(s.Bytes), s.Consumers)
 	}
+	fitSubjects(&streams, 1, width)
 	out = append(out, streams)
 
 	if len(st.KV) > 0 {

@@ -77,7 +77,7 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 		return exitcode.UsageErrorf("--wait must be positive")
 	}
 	skips := cmdreplay.NewSkips(f.IO.ErrOut)
-	filter, err := cmdreplay.MessageFilter(o.filter, skips)
+	filter, err := cmdreplay.MessageFilter(ctx, o.filter, skips)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -229,9 +230,12 @@ func (c *Comparison) diffPair(ctx context.Context, p *pair) (KeyDiff, error) {
 	if err != nil {
 		return KeyDiff{}, err
 	}
-	changes := diffLabelled(lv, rv, func() (string, string) {
+	changes, err := diffLabelled(ctx, lv, rv, func() (string, string) {
 		return fmt.Sprintf("%s/%s@%d", c.ls.b.name, p.key, l.rev), fmt.Sprintf("%s/%s@%d", c.rs.b.name, p.key, r.rev)
 	})
+	if err != nil {
+		return KeyDiff{}, err
+	}
 	l.value, r.value = nil, nil
 	return KeyDiff{
 		Key:     p.key,
@@ -371,9 +375,14 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 		c.add(k, l, r)
 	}
 	if gone > 0 {
+		since := cfg.From.UTC().Format(time.RFC3339)
+		keys := fmt.Sprintf("%d keys written since %s have no older revision left; they", gone, since)
+		if gone == 1 {
+			keys = fmt.Sprintf("1 key written since %s has no older revision left; it", since)
+		}
 		c.Warnings = append(c.Warnings, fmt.Sprintf(
-			"bucket %q has history %d, and purges remove revisions: %d keys written since %s have no older revision left; they may have existed then (reported as added, or not at all when now deleted)",
-			b.name, b.history(), gone, cfg.From.UTC().Format(time.RFC3339)))
+			"bucket %q has history %d, and purges remove revisions: %s may have existed then (reported as added, or not at all when now deleted)",
+			b.name, b.history(), keys))
 	}
 	return c, nil
 }
@@ -382,6 +391,9 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 type BucketsDiffConfig struct {
 	Left  string
 	Right string
+	// LeftPlace and RightPlace say where each bucket is when they are on
+	// two connections ("context dr", a server URL), for errors about them.
+	LeftPlace, RightPlace string
 	// Keys are key patterns; none means every key.
 	Keys        []string
 	ValueBudget int64
@@ -408,11 +420,11 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 	started := time.Now()
 	lb, err := openBucket(ctx, leftJS, cfg.Left)
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.LeftPlace)
 	}
 	rb, err := openBucket(ctx, rightJS, cfg.Right)
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.RightPlace)
 	}
 	budget := valueBudget(cfg.ValueBudget)
 	c := &Comparison{ls: state{b: lb, budget: &budget}, rs: state{b: rb, budget: &budget}, started: started}
@@ -428,7 +440,7 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.LeftPlace)
 	}
 	err = rb.scan(ctx, rightJS, spec, func(e Entry) error {
 		c.stats.add(e)
@@ -441,7 +453,7 @@ func CompareBuckets(ctx context.Context, leftJS, rightJS jetstream.JetStream, cf
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, placed(err, cfg.RightPlace)
 	}
 	for k, l := range left {
 		c.add(k, l, nil)
@@ -455,4 +467,19 @@ func valueBudget(b int64) int64 {
 		return DefaultValueBudget
 	}
 	return b
+}
+
+// placed says where the other bucket of a diff is in an error about it,
+// so that "not found" names the side that is missing.
+func placed(err error, place string) error {
+	if place == "" || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		named := *nf
+		named.Place = place
+		return &named
+	}
+	return fmt.Errorf("%s: %w", place, err)
 }

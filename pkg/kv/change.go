@@ -2,12 +2,11 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
@@ -121,7 +120,7 @@ func (c Change) String() string {
 // sha256:…" for binary values.
 func Compact(v any) string {
 	if bi, ok := v.(BinaryInfo); ok {
-		return fmt.Sprintf("binary, %d bytes, sha256:%s", bi.Size, bi.SHA256[:16])
+		return fmt.Sprintf("binary, %s, sha256:%s", plural(bi.Size, "byte", "bytes"), bi.SHA256[:16])
 	}
 	var b bytes.Buffer
 	if err := writeJSONValue(&b, v); err != nil {
@@ -135,53 +134,43 @@ func Compact(v any) string {
 // diff by path. Both text: one change at "." with a unified diff. Otherwise
 // (a binary value on either side): one change with sizes and hashes. JSON
 // documents that are equal as JSON (key order, spacing) have no changes.
-// beforeName and afterName label the unified diff.
-func Diff(before, after []byte, beforeName, afterName string) []Change {
-	return diffLabelled(before, after, func() (string, string) { return beforeName, afterName })
+// beforeName and afterName label the unified diff. ctx stops a long text
+// diff.
+func Diff(ctx context.Context, before, after []byte, beforeName, afterName string) ([]Change, error) {
+	return diffLabelled(ctx, before, after, func() (string, string) { return beforeName, afterName })
 }
 
 // diffLabelled is Diff with the labels made only when a unified diff needs
 // them: a bucket diff compares many JSON values and labels few texts.
-func diffLabelled(before, after []byte, names func() (string, string)) []Change {
+func diffLabelled(ctx context.Context, before, after []byte, names func() (string, string)) ([]Change, error) {
 	switch {
 	case before == nil && after == nil:
-		return nil
+		return nil, nil
 	case before == nil:
-		return []Change{{Path: ".", Op: ChangeAdd, After: Decoded(after)}}
+		return []Change{{Path: ".", Op: ChangeAdd, After: Decoded(after)}}, nil
 	case after == nil:
-		return []Change{{Path: ".", Op: ChangeRemove, Before: Decoded(before)}}
+		return []Change{{Path: ".", Op: ChangeRemove, Before: Decoded(before)}}, nil
 	}
 	if bytes.Equal(before, after) {
-		return nil
+		return nil, nil
 	}
 	if bv, ok := jsonvalue.Decode(before); ok {
 		if av, ok := jsonvalue.Decode(after); ok {
-			return DiffJSON(bv, av)
+			return DiffJSON(bv, av), nil
 		}
 	}
 	if KindOf(before) != KindBinary && KindOf(after) != KindBinary {
 		beforeName, afterName := names()
+		text, err := unified(ctx, string(before), string(after), beforeName, afterName)
+		if err != nil {
+			return nil, err
+		}
 		return []Change{{
 			Path: ".", Op: ChangeUpdate, Before: string(before), After: string(after),
-			Unified: unified(string(before), string(after), beforeName, afterName),
-		}}
+			Unified: text,
+		}}, nil
 	}
-	return []Change{{Path: ".", Op: ChangeUpdate, Before: Decoded(before), After: Decoded(after)}}
-}
-
-func unified(before, after, beforeName, afterName string) string {
-	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        lines(before),
-		B:        lines(after),
-		FromFile: beforeName,
-		ToFile:   afterName,
-		Context:  3,
-	})
-	if err != nil || text == "" {
-		// Only trailing newlines differ: difflib sees equal lines.
-		return fmt.Sprintf("--- %s\n+++ %s\n@@ trailing newline differs @@\n", beforeName, afterName)
-	}
-	return text
+	return []Change{{Path: ".", Op: ChangeUpdate, Before: Decoded(before), After: Decoded(after)}}, nil
 }
 
 // lines splits text into lines that each end with a newline, so that a
@@ -194,6 +183,14 @@ func lines(s string) []string {
 		out[len(out)-1] += "\n"
 	}
 	return out
+}
+
+// plural is "1 byte", "2 bytes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // isPlainString reports whether JSON writes s between quotes unchanged:

@@ -101,7 +101,7 @@ func TestChangeJSON(t *testing.T) {
 
 func TestDiffValues(t *testing.T) {
 	t.Run("text gets a unified diff", func(t *testing.T) {
-		changes := Diff([]byte("line one\nline two\n"), []byte("line one\nline 2\n"), "b/k@1", "b/k@2")
+		changes := mustDiff(t, []byte("line one\nline two\n"), []byte("line one\nline 2\n"), "b/k@1", "b/k@2")
 		if len(changes) != 1 || changes[0].Path != "." || changes[0].Op != ChangeUpdate {
 			t.Fatalf("got %+v", changes)
 		}
@@ -111,19 +111,19 @@ func TestDiffValues(t *testing.T) {
 		}
 	})
 	t.Run("text without final newline", func(t *testing.T) {
-		changes := Diff([]byte("ready"), []byte("failed"), "a", "b")
+		changes := mustDiff(t, []byte("ready"), []byte("failed"), "a", "b")
 		if !strings.Contains(changes[0].Unified, "-ready\n+failed\n") {
 			t.Errorf("unified:\n%s", changes[0].Unified)
 		}
 	})
 	t.Run("JSON against text is a text diff", func(t *testing.T) {
-		changes := Diff([]byte(`5`), []byte(`five`), "a", "b")
+		changes := mustDiff(t, []byte(`5`), []byte(`five`), "a", "b")
 		if len(changes) != 1 || changes[0].Unified == "" || changes[0].Before != "5" {
 			t.Errorf("got %+v", changes)
 		}
 	})
 	t.Run("binary gets sizes and hashes", func(t *testing.T) {
-		changes := Diff([]byte{0, 1, 2}, []byte{0, 1, 2, 3}, "a", "b")
+		changes := mustDiff(t, []byte{0, 1, 2}, []byte{0, 1, 2, 3}, "a", "b")
 		if len(changes) != 1 {
 			t.Fatalf("got %+v", changes)
 		}
@@ -137,24 +137,24 @@ func TestDiffValues(t *testing.T) {
 		}
 	})
 	t.Run("no value before is an add of the whole value", func(t *testing.T) {
-		got := render(Diff(nil, []byte(`{"a":1}`), "a", "b"))
+		got := render(mustDiff(t, nil, []byte(`{"a":1}`), "a", "b"))
 		if got != `+ .: {"a":1}` {
 			t.Errorf("got %s", got)
 		}
 	})
 	t.Run("no value after is a remove", func(t *testing.T) {
-		got := render(Diff([]byte("x"), nil, "a", "b"))
+		got := render(mustDiff(t, []byte("x"), nil, "a", "b"))
 		if got != `- .: "x"` {
 			t.Errorf("got %s", got)
 		}
 	})
 	t.Run("empty value is a value", func(t *testing.T) {
-		if got := render(Diff([]byte{}, []byte("x"), "a", "b")); !strings.Contains(got, "+x") {
+		if got := render(mustDiff(t, []byte{}, []byte("x"), "a", "b")); !strings.Contains(got, "+x") {
 			t.Errorf("got %s", got)
 		}
 	})
 	t.Run("equal", func(t *testing.T) {
-		if got := Diff([]byte("x"), []byte("x"), "a", "b"); len(got) != 0 {
+		if got := mustDiff(t, []byte("x"), []byte("x"), "a", "b"); len(got) != 0 {
 			t.Errorf("got %+v", got)
 		}
 	})

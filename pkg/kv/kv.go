@@ -177,11 +177,17 @@ type NotFoundError struct {
 	Revision uint64
 	// OtherKey is set when Revision exists but belongs to another key.
 	OtherKey string
+	// Place says where the bucket was looked for when that is not the
+	// main connection's server: "context dr", a server URL.
+	Place string
 }
 
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "bucket %q", e.Bucket)
+	if e.Place != "" {
+		fmt.Fprintf(&b, " (%s)", e.Place)
+	}
 	if e.Key != "" {
 		fmt.Fprintf(&b, ": key %q", e.Key)
 	}

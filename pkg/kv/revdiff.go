@@ -53,7 +53,10 @@ func DiffRevisions(ctx context.Context, js jetstream.JetStream, cfg RevisionDiff
 	if err != nil {
 		return nil, err
 	}
-	d.Changes = Diff(valueOf(d.From), valueOf(d.To), revisionName(d.From), revisionName(d.To))
+	d.Changes, err = Diff(ctx, valueOf(d.From), valueOf(d.To), revisionName(d.From), revisionName(d.To))
+	if err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -176,7 +176,7 @@ func TestTail(t *testing.T) {
 	if got := strings.Join(collect(TailConfig{Bucket: "cfg", Start: StartHistory, Deletes: true, Count: 5}), " "); got != "a.x=1PUT a.x=2PUT b.y=3PUT c=4PUT c=DEL" {
 		t.Errorf("history: %s", got)
 	}
-	match := func(e *Entry) (bool, error) { return string(e.Value) == "4", nil }
+	match := func(_ context.Context, e *Entry) (bool, error) { return string(e.Value) == "4", nil }
 	if got := strings.Join(collect(TailConfig{Bucket: "cfg", Start: StartHistory, Match: match, Count: 1}), " "); got != "c=4PUT" {
 		t.Errorf("filtered: %s", got)
 	}

@@ -40,8 +40,9 @@ type TailConfig struct {
 	Deletes bool
 	// Match keeps an entry when it returns true; nil keeps every entry.
 	// An error means "no match"; OnMatchError hears of it, in stream order.
-	// Match is called from several goroutines at once.
-	Match func(*Entry) (bool, error)
+	// Match is called from several goroutines at once, with a context that
+	// ends with the tail: a filter that runs long must stop with it.
+	Match func(context.Context, *Entry) (bool, error)
 	// OnMatchError, if set, is called with each entry Match failed on.
 	OnMatchError func(*Entry, error)
 	// Count stops the tail after this many matches; zero never stops.
@@ -117,7 +118,7 @@ func tailFiltered(ctx context.Context, js jetstream.JetStream, b *bucket, spec s
 		go func() {
 			defer wg.Done()
 			for sl := range work {
-				sl.keep, sl.err = cfg.Match(&sl.e)
+				sl.keep, sl.err = cfg.Match(ctx, &sl.e)
 				close(sl.done)
 			}
 		}()
@@ -131,7 +132,8 @@ func tailFiltered(ctx context.Context, js jetstream.JetStream, b *bucket, spec s
 			if emitErr != nil {
 				continue
 			}
-			if sl.err != nil && cfg.OnMatchError != nil {
+			// Failures after the tail was stopped are the stop itself.
+			if sl.err != nil && cfg.OnMatchError != nil && ctx.Err() == nil {
 				cfg.OnMatchError(&sl.e, sl.err)
 			}
 			if !sl.keep {

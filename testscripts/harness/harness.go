@@ -80,6 +80,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"consumer-add":    cmdConsumerAdd,
 		"worker":          cmdWorker,
 		"wait-file":       cmdWaitFile,
+		"interrupt-busy":  cmdInterruptBusy,
 	}
 }
 
