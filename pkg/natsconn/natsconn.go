@@ -45,7 +45,9 @@ type Options struct {
 }
 
 // ErrContext marks a problem with the selected natscli context (missing,
-// unreadable), which is bad input rather than a connection failure.
+// unreadable) or another connection setting (a credentials or nkey file
+// that is missing or malformed: see SettingError), which is bad input
+// rather than a connection failure.
 var ErrContext = errors.New("nats context")
 
 // Resolved is a connection whose settings have been merged with the context.
@@ -104,6 +106,9 @@ func Resolve(o Options) (*Resolved, error) {
 	}}
 	if r.Timeout <= 0 {
 		r.Timeout = DefaultTimeout
+	}
+	if err := r.checkFiles(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
