@@ -71,6 +71,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"bgserver":        cmdBGServer,
 		"exits":           cmdExits,
 		"silent-listener": cmdSilentListener,
+		"busy-port":       cmdBusyPort,
 		"plain-server":    cmdPlainServer,
 		"stream-edit":     cmdStreamEdit,
 		"now":             cmdNow,
