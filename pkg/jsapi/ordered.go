@@ -257,6 +257,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		result <- err
 	}
 	pull := func() {
+		traceRequest(js.Options().ClientTrace, next, request)
 		if err := nc.PublishRequest(next, inbox, request); err != nil {
 			finish(fmt.Errorf("%s: %w", p.Label, err))
 		}

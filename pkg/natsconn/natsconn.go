@@ -195,9 +195,10 @@ func (r *Resolved) explain(err error) error {
 	return err
 }
 
-// JetStream returns a JetStream handle honouring the domain or API prefix.
-func (r *Resolved) JetStream(nc *nats.Conn) (jetstream.JetStream, error) {
-	opts := []jetstream.JetStreamOpt{jetstream.WithDefaultTimeout(r.Timeout)}
+// JetStream returns a JetStream handle honouring the domain or API prefix,
+// with any further options (e.g. a client trace).
+func (r *Resolved) JetStream(nc *nats.Conn, extra ...jetstream.JetStreamOpt) (jetstream.JetStream, error) {
+	opts := append([]jetstream.JetStreamOpt{jetstream.WithDefaultTimeout(r.Timeout)}, extra...)
 	switch {
 	case r.JSDomain != "":
 		return jetstream.NewWithDomain(nc, r.JSDomain, opts...)

@@ -72,6 +72,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"exits":           cmdExits,
 		"silent-listener": cmdSilentListener,
 		"busy-port":       cmdBusyPort,
+		"wait-consumer":   cmdWaitConsumer,
 		"plain-server":    cmdPlainServer,
 		"stream-edit":     cmdStreamEdit,
 		"now":             cmdNow,
