@@ -39,6 +39,10 @@ type Config struct {
 	// ReadyTimeout bounds the wait for connections and a JetStream meta
 	// leader; zero means 30s.
 	ReadyTimeout time.Duration
+	// ConfigFile is a nats-server configuration file (users, permissions,
+	// accounts) each node starts from; the fields above override its
+	// listen address, JetStream and store settings.
+	ConfigFile string
 }
 
 // Cluster is a running set of servers. A single server is a cluster of one.
@@ -91,15 +95,19 @@ func Start(cfg Config) (*Cluster, error) {
 		routePorts = ports
 	}
 	for i := 0; i < cfg.Nodes; i++ {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("jetctl-%d", i+1),
-			Host:       cfg.Host,
-			Port:       server.RANDOM_PORT,
-			JetStream:  !cfg.NoJetStream,
-			StoreDir:   c.cfg.StoreDir,
-			NoSigs:     true,
-			NoLog:      !cfg.Log,
+		opts := &server.Options{}
+		if cfg.ConfigFile != "" {
+			fileOpts, err := server.ProcessConfigFile(cfg.ConfigFile)
+			if err != nil {
+				c.Shutdown()
+				return nil, fmt.Errorf("server configuration: %w", err)
+			}
+			opts = fileOpts
 		}
+		opts.ServerName = fmt.Sprintf("jetctl-%d", i+1)
+		opts.Host, opts.Port = cfg.Host, server.RANDOM_PORT
+		opts.JetStream, opts.StoreDir = !cfg.NoJetStream, c.cfg.StoreDir
+		opts.NoSigs, opts.NoLog = true, !cfg.Log
 		if i == 0 && cfg.Port != 0 {
 			opts.Port = cfg.Port
 		}

@@ -133,9 +133,11 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// Connect opens a connection named name. It gives up after the timeout.
+// Connect opens a connection named name. It gives up after the timeout. A
+// permission violation later on calls the abort function of ctx, if any
+// (see WithAbort).
 func (r *Resolved) Connect(ctx context.Context, name string) (*nats.Conn, error) {
-	opts, err := r.ctx.NATSOptions(nats.Name(name), nats.Timeout(r.Timeout))
+	opts, err := r.ctx.NATSOptions(nats.Name(name), nats.Timeout(r.Timeout), asyncErrors(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrContext, r.Context, err)
 	}

@@ -73,6 +73,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"silent-listener": cmdSilentListener,
 		"busy-port":       cmdBusyPort,
 		"wait-consumer":   cmdWaitConsumer,
+		"perm-server":     cmdPermServer,
 		"plain-server":    cmdPlainServer,
 		"stream-edit":     cmdStreamEdit,
 		"now":             cmdNow,
