@@ -29,6 +29,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/status"
 	"github.com/jetctl/jetctl/cmd/stream"
 	"github.com/jetctl/jetctl/cmd/version"
+	"github.com/jetctl/jetctl/pkg/natsconn"
 )
 
 const (
@@ -209,7 +210,19 @@ func Main() int {
 	return exitcode.Of(err)
 }
 
-func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*os.File) error {
+func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*os.File) (err error) {
+	// A permission violation anywhere stops the command at once, and is
+	// what it reports (exit 1), whatever the command made of the
+	// cancellation.
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	ctx = natsconn.WithAbort(ctx, abort)
+	defer func() {
+		var perr *natsconn.PermissionError
+		if errors.As(context.Cause(ctx), &perr) {
+			err = perr
+		}
+	}()
 	f := factory.New(ios)
 	defer f.Close()
 	root := NewRoot(f)

@@ -4,7 +4,6 @@ package factory
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -79,7 +78,7 @@ func (f *Factory) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.Output.Format, "output", "o", "", "output format: table, json, jsonl or yaml")
 	fs.StringVar(&f.Output.JQ, "jq", "", "jq program applied to the JSON output")
 	fs.BoolVar(&f.Verbose, "verbose", false, "log what jetctl does to stderr")
-	fs.BoolVar(&f.Trace, "trace", false, "log every JetStream API request and reply to stderr")
+	fs.BoolVar(&f.Trace, "trace", false, "log jetctl's JetStream API requests and replies to stderr (values masked)")
 }
 
 // Logger logs to stderr: warnings always, debug with --verbose or --trace.
@@ -121,16 +120,7 @@ func (f *Factory) NATS(ctx context.Context) (*nats.Conn, error) {
 		return nil, err
 	}
 	f.nc = nc
-	if !f.Trace {
-		f.closers = append(f.closers, nc.Close)
-		return nc, nil
-	}
-	if err := traceAPI(nc, f.Logger()); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	// Drain so that the trace of the last reply is printed before exit.
-	f.closers = append(f.closers, func() { drain(nc) })
+	f.closers = append(f.closers, nc.Close)
 	return nc, nil
 }
 
@@ -143,7 +133,11 @@ func (f *Factory) JetStream(ctx context.Context) (jetstream.JetStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := f.resolved.JetStream(nc)
+	var opts []jetstream.JetStreamOpt
+	if f.Trace {
+		opts = append(opts, jetstream.WithClientTrace(apiTrace(f.Logger())))
+	}
+	js, err := f.resolved.JetStream(nc, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -204,41 +198,4 @@ func (f *Factory) Close() {
 	}
 	f.closers = nil
 	f.nc, f.js = nil, nil
-}
-
-func drain(nc *nats.Conn) {
-	closed := make(chan struct{})
-	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
-	if err := nc.Drain(); err != nil {
-		nc.Close()
-		return
-	}
-	select {
-	case <-closed:
-	case <-time.After(time.Second):
-		nc.Close()
-	}
-}
-
-// traceAPI logs JetStream API requests this connection sends and the replies
-// it gets. Requests are seen through the connection's own echo; payloads are
-// API JSON and never carry the connection's credentials.
-func traceAPI(nc *nats.Conn, log *slog.Logger) error {
-	_, err := nc.Subscribe("$JS.API.>", func(m *nats.Msg) {
-		log.Debug("api request", "subject", m.Subject, "reply", m.Reply, "body", string(m.Data))
-	})
-	if err != nil {
-		return fmt.Errorf("trace: %w", err)
-	}
-	prefix := nc.Opts.InboxPrefix
-	if prefix == "" {
-		prefix = nats.InboxPrefix[:len(nats.InboxPrefix)-1]
-	}
-	_, err = nc.Subscribe(prefix+".>", func(m *nats.Msg) {
-		log.Debug("api reply", "subject", m.Subject, "body", string(m.Data))
-	})
-	if err != nil {
-		return fmt.Errorf("trace: %w", err)
-	}
-	return nil
 }

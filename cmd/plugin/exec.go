@@ -44,16 +44,24 @@ func Run(path string, args []string, connEnv []string, streams [3]*os.File) erro
 	err = cmd.Wait()
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
-		if code := exitErr.ExitCode(); code >= 0 {
-			return &exitcode.PluginExit{Code: code}
-		}
-		// Killed by a signal: report it like a shell would.
-		return &exitcode.PluginExit{Code: exitcode.Interrupted}
+		return &exitcode.PluginExit{Code: exitCode(exitErr)}
 	}
 	if err != nil {
 		return exitcode.Newf(exitcode.Failure, "plugin %s: %v", path, err)
 	}
 	return nil
+}
+
+// exitCode is the plugin's exit status as a shell reports it: its own code,
+// or 128 plus the number of the signal that killed it (139 for SIGSEGV).
+func exitCode(exitErr *exec.ExitError) int {
+	if code := exitErr.ExitCode(); code >= 0 {
+		return code
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return exitcode.Failure
 }
 
 // mergeEnv returns base with the variables in over replacing any of the same

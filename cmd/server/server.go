@@ -3,6 +3,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -36,7 +37,10 @@ copy of a production store can be inspected offline.
 
 --cluster N runs N servers in this process, routed on loopback ports chosen
 by the OS; the printed NATS_URL lists all of them. Stopping the server is
-its normal end: it exits 0 after a clean shutdown.`,
+its normal end: it exits 0 as soon as the servers are down.
+
+A --port that another process already listens on is exit 1 at once, with
+nothing left on disk.`,
 		Example: `  jetctl server
   jetctl server --store ./data --port 4333
   jetctl server --cluster 3 --port 0`,
@@ -55,6 +59,10 @@ its normal end: it exits 0 after a clean shutdown.`,
 				Nodes:    o.cluster,
 				Log:      !o.quiet,
 			})
+			var inUse *embedded.PortInUseError
+			if errors.As(err, &inUse) && o.port != 0 {
+				return fmt.Errorf("%w (--port 0 picks a free port)", err)
+			}
 			if err != nil {
 				return err
 			}

@@ -39,6 +39,10 @@ type Config struct {
 	// ReadyTimeout bounds the wait for connections and a JetStream meta
 	// leader; zero means 30s.
 	ReadyTimeout time.Duration
+	// ConfigFile is a nats-server configuration file (users, permissions,
+	// accounts) each node starts from; the fields above override its
+	// listen address, JetStream and store settings.
+	ConfigFile string
 }
 
 // Cluster is a running set of servers. A single server is a cluster of one.
@@ -67,6 +71,9 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 30 * time.Second
 	}
+	if err := checkPort(cfg.Host, cfg.Port); err != nil {
+		return nil, err
+	}
 	c := &Cluster{cfg: cfg}
 	if c.cfg.StoreDir == "" {
 		dir, err := os.MkdirTemp("", "jetctl-server-")
@@ -88,15 +95,19 @@ func Start(cfg Config) (*Cluster, error) {
 		routePorts = ports
 	}
 	for i := 0; i < cfg.Nodes; i++ {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("jetctl-%d", i+1),
-			Host:       cfg.Host,
-			Port:       server.RANDOM_PORT,
-			JetStream:  !cfg.NoJetStream,
-			StoreDir:   c.cfg.StoreDir,
-			NoSigs:     true,
-			NoLog:      !cfg.Log,
+		opts := &server.Options{}
+		if cfg.ConfigFile != "" {
+			fileOpts, err := server.ProcessConfigFile(cfg.ConfigFile)
+			if err != nil {
+				c.Shutdown()
+				return nil, fmt.Errorf("server configuration: %w", err)
+			}
+			opts = fileOpts
 		}
+		opts.ServerName = fmt.Sprintf("jetctl-%d", i+1)
+		opts.Host, opts.Port = cfg.Host, server.RANDOM_PORT
+		opts.JetStream, opts.StoreDir = !cfg.NoJetStream, c.cfg.StoreDir
+		opts.NoSigs, opts.NoLog = true, !cfg.Log
 		if i == 0 && cfg.Port != 0 {
 			opts.Port = cfg.Port
 		}
@@ -129,13 +140,26 @@ func (c *Cluster) startNode(n *node) error {
 	if err != nil {
 		return fmt.Errorf("server %s: %w", n.opts.ServerName, err)
 	}
+	var log server.Logger
 	if c.cfg.Log {
-		srv.SetLogger(logger.NewStdLogger(true, false, false, false, false), false, false)
+		log = logger.NewStdLogger(true, false, false, false, false)
 	}
+	trap := newFatalTrap(log)
+	srv.SetLogger(trap, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(c.cfg.ReadyTimeout) {
-		srv.Shutdown()
-		return fmt.Errorf("server %s: not ready for connections after %s", n.opts.ServerName, c.cfg.ReadyTimeout)
+	deadline := time.Now().Add(c.cfg.ReadyTimeout)
+	for !srv.ReadyForConnections(50 * time.Millisecond) {
+		select {
+		case err := <-trap.fatal:
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return fmt.Errorf("server %s: %w", n.opts.ServerName, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			srv.Shutdown()
+			return fmt.Errorf("server %s: not ready for connections after %s", n.opts.ServerName, c.cfg.ReadyTimeout)
+		}
 	}
 	// Restarts reuse the port the node first got.
 	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
@@ -271,14 +295,22 @@ func (c *Cluster) Restart(i int) error {
 
 // Shutdown stops every node and removes the store directory if Start created it.
 func (c *Cluster) Shutdown() {
+	// All nodes at once: stopped one by one, the last ones would spend the
+	// time electing leaders among themselves.
 	c.mu.Lock()
+	var wg sync.WaitGroup
 	for _, n := range c.nodes {
 		if n.srv != nil {
-			n.srv.Shutdown()
-			n.srv.WaitForShutdown()
+			wg.Add(1)
+			go func(srv *server.Server) {
+				defer wg.Done()
+				srv.Shutdown()
+				srv.WaitForShutdown()
+			}(n.srv)
 			n.srv = nil
 		}
 	}
+	wg.Wait()
 	c.mu.Unlock()
 	if c.tempDir {
 		os.RemoveAll(c.cfg.StoreDir)

@@ -17,3 +17,11 @@ func SetPullBuffer(n uint64) (restore func()) {
 	pullBuffer = n
 	return func() { pullBuffer = old }
 }
+
+// SetConsumerCleanupTimeout sets how long removing a read's consumer may
+// take, for a test, and returns a function that puts it back.
+func SetConsumerCleanupTimeout(d time.Duration) (restore func()) {
+	old := consumerCleanupTimeout
+	consumerCleanupTimeout = d
+	return func() { consumerCleanupTimeout = old }
+}

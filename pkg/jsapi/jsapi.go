@@ -25,6 +25,9 @@ type Client struct {
 	NC      *nats.Conn
 	Prefix  string
 	Timeout time.Duration
+	// Trace is the JetStream handle's client trace, if any: the raw
+	// requests here are traced like nats.go's own.
+	Trace *jetstream.ClientTrace
 }
 
 // New returns a client for js.
@@ -35,7 +38,25 @@ func New(js jetstream.JetStream) *Client {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	return &Client{NC: js.Conn(), Prefix: prefix, Timeout: timeout}
+	return &Client{NC: js.Conn(), Prefix: prefix, Timeout: timeout, Trace: opts.ClientTrace}
+}
+
+// TraceRequest reports a request about to be sent to the client trace.
+func (c *Client) TraceRequest(subject string, body []byte) {
+	traceRequest(c.Trace, subject, body)
+}
+
+// TraceReply reports a reply to the client trace.
+func (c *Client) TraceReply(subject string, reply *nats.Msg) {
+	if c.Trace != nil && c.Trace.ResponseReceived != nil && reply != nil {
+		c.Trace.ResponseReceived(subject, reply.Data, reply.Header)
+	}
+}
+
+func traceRequest(t *jetstream.ClientTrace, subject string, body []byte) {
+	if t != nil && t.RequestSent != nil {
+		t.RequestSent(subject, body)
+	}
 }
 
 // ErrNoMessage is the server's "no message found" (10037).
@@ -79,6 +100,7 @@ func (c *Client) request(ctx context.Context, subject string, req any) (*respons
 	defer cancel()
 	var reply *nats.Msg
 	for attempt := 0; ; attempt++ {
+		c.TraceRequest(c.Prefix+subject, body)
 		reply, err = c.NC.RequestWithContext(ctx, c.Prefix+subject, body)
 		// No responders: a leader election is under way; try again.
 		if errors.Is(err, nats.ErrNoResponders) && attempt < 20 && ctx.Err() == nil {
@@ -90,6 +112,7 @@ func (c *Client) request(ctx context.Context, subject string, req any) (*respons
 	if err != nil {
 		return nil, err
 	}
+	c.TraceReply(c.Prefix+subject, reply)
 	var resp response
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
 		return nil, err

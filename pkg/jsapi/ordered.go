@@ -197,6 +197,9 @@ type cursor struct {
 	skipThrough uint64
 }
 
+// consumerCleanupTimeout bounds the removal of a read's consumer.
+var consumerCleanupTimeout = 2 * time.Second
+
 // pullOnce is one consumer's part of a read.
 func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, p *OrderedRead, fn func(*StoredMsg) error, cur *cursor) error {
 	nc := js.Conn()
@@ -212,7 +215,18 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	defer func() {
 		// Remove the consumer now rather than at its inactive threshold,
 		// so that it does not linger in listings.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			// The caller's time is up (a --wait that expired): ask for
+			// the removal without waiting for an answer that a hung
+			// server may never send. Closing the connection flushes the
+			// request; the inactive threshold removes the consumer if it
+			// is lost.
+			subject := APIPrefix(js.Options()) + "CONSUMER.DELETE." + info.Stream + "." + info.Name
+			traceRequest(js.Options().ClientTrace, subject, nil)
+			_ = nc.PublishRequest(subject, nc.NewInbox(), nil)
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), consumerCleanupTimeout)
 		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
 		cancel()
 	}()
@@ -257,6 +271,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		result <- err
 	}
 	pull := func() {
+		traceRequest(js.Options().ClientTrace, next, request)
 		if err := nc.PublishRequest(next, inbox, request); err != nil {
 			finish(fmt.Errorf("%s: %w", p.Label, err))
 		}

@@ -45,7 +45,9 @@ type Options struct {
 }
 
 // ErrContext marks a problem with the selected natscli context (missing,
-// unreadable), which is bad input rather than a connection failure.
+// unreadable) or another connection setting (a credentials or nkey file
+// that is missing or malformed: see SettingError), which is bad input
+// rather than a connection failure.
 var ErrContext = errors.New("nats context")
 
 // Resolved is a connection whose settings have been merged with the context.
@@ -105,6 +107,9 @@ func Resolve(o Options) (*Resolved, error) {
 	if r.Timeout <= 0 {
 		r.Timeout = DefaultTimeout
 	}
+	if err := r.checkFiles(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -128,9 +133,11 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// Connect opens a connection named name. It gives up after the timeout.
+// Connect opens a connection named name. It gives up after the timeout. A
+// permission violation later on calls the abort function of ctx, if any
+// (see WithAbort).
 func (r *Resolved) Connect(ctx context.Context, name string) (*nats.Conn, error) {
-	opts, err := r.ctx.NATSOptions(nats.Name(name), nats.Timeout(r.Timeout))
+	opts, err := r.ctx.NATSOptions(nats.Name(name), nats.Timeout(r.Timeout), asyncErrors(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrContext, r.Context, err)
 	}
@@ -190,9 +197,10 @@ func (r *Resolved) explain(err error) error {
 	return err
 }
 
-// JetStream returns a JetStream handle honouring the domain or API prefix.
-func (r *Resolved) JetStream(nc *nats.Conn) (jetstream.JetStream, error) {
-	opts := []jetstream.JetStreamOpt{jetstream.WithDefaultTimeout(r.Timeout)}
+// JetStream returns a JetStream handle honouring the domain or API prefix,
+// with any further options (e.g. a client trace).
+func (r *Resolved) JetStream(nc *nats.Conn, extra ...jetstream.JetStreamOpt) (jetstream.JetStream, error) {
+	opts := append([]jetstream.JetStreamOpt{jetstream.WithDefaultTimeout(r.Timeout)}, extra...)
 	switch {
 	case r.JSDomain != "":
 		return jetstream.NewWithDomain(nc, r.JSDomain, opts...)

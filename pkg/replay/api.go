@@ -112,6 +112,7 @@ func (a *api) directBatch(ctx context.Context, sub *nats.Subscription, req jsapi
 	if err != nil {
 		return 0, err
 	}
+	a.TraceRequest(a.Prefix+"DIRECT.GET."+a.stream, body)
 	if err := a.NC.PublishRequest(a.Prefix+"DIRECT.GET."+a.stream, sub.Subject, body); err != nil {
 		return 0, err
 	}
@@ -127,6 +128,7 @@ func (a *api) directBatch(ctx context.Context, sub *nats.Subscription, req jsapi
 			}
 			return n, err
 		}
+		a.TraceReply(a.Prefix+"DIRECT.GET."+a.stream, msg)
 		eob, none, err := directStatus(msg)
 		switch {
 		case err != nil:

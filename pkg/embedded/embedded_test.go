@@ -1,0 +1,59 @@
+package embedded
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func busyPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A port in use is one error naming it, and the temporary store is gone.
+func TestStartOnPortInUse(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	port := busyPort(t)
+	_, err := Start(Config{Port: port, Log: true, ReadyTimeout: time.Minute})
+	var inUse *PortInUseError
+	if !errors.As(err, &inUse) || inUse.Port != port {
+		t.Fatalf("Start on a busy port: %v, want a PortInUseError for %d", err, port)
+	}
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("error %q does not say the address is in use", err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("temporary store left behind: %v", entries)
+	}
+}
+
+// When the port is taken after the check (a race), the server's fatal log
+// becomes an error at once instead of ending the process (with logs) or a
+// wait for ReadyTimeout (without).
+func TestStartNodeFatalIsAnError(t *testing.T) {
+	for _, log := range []bool{false, true} {
+		tmp := t.TempDir()
+		c := &Cluster{cfg: Config{Host: "127.0.0.1", StoreDir: tmp, Log: log, ReadyTimeout: 10 * time.Minute}}
+		n := &node{opts: testOptions(tmp, busyPort(t))}
+		err := c.startNode(n)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("log=%v: startNode on a busy port: %v", log, err)
+		}
+	}
+}
+
+func testOptions(store string, port int) *server.Options {
+	return &server.Options{ServerName: "jetctl-test", Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: store, NoSigs: true}
+}
