@@ -86,14 +86,6 @@ func Start(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
 
-	var routePorts []int
-	if cfg.Nodes > 1 {
-		ports, err := freePorts(cfg.Host, cfg.Nodes)
-		if err != nil {
-			return nil, err
-		}
-		routePorts = ports
-	}
 	for i := 0; i < cfg.Nodes; i++ {
 		opts := &server.Options{}
 		if cfg.ConfigFile != "" {
@@ -113,17 +105,20 @@ func Start(cfg Config) (*Cluster, error) {
 		}
 		if cfg.Nodes > 1 {
 			opts.StoreDir = filepath.Join(c.cfg.StoreDir, fmt.Sprintf("n%d", i+1))
-			opts.Cluster = server.ClusterOpts{Name: "jetctl", Host: cfg.Host, Port: routePorts[i]}
-			for j, p := range routePorts {
-				if j != i {
-					opts.Routes = append(opts.Routes, server.RoutesFromStr(fmt.Sprintf("nats://%s:%d", cfg.Host, p))...)
-				}
-			}
 		}
 		c.nodes = append(c.nodes, &node{opts: opts})
 	}
-	for _, n := range c.nodes {
-		if err := c.startNode(n); err != nil {
+	// The route ports are free when picked but released before the nodes
+	// listen on them, and a busy machine (parallel tests, outgoing
+	// connections taking ephemeral ports) can take one in between: then
+	// the whole cluster starts again on other ports.
+	for attempt := 1; ; attempt++ {
+		err := c.startNodes()
+		if err == nil {
+			break
+		}
+		c.stopNodes()
+		if !errors.Is(err, errRoutePort) || attempt == 5 {
 			c.Shutdown()
 			return nil, err
 		}
@@ -134,6 +129,47 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// startNodes starts every node, a cluster's on newly picked route ports.
+func (c *Cluster) startNodes() error {
+	if len(c.nodes) > 1 {
+		routePorts, err := pickPorts(c.cfg.Host, len(c.nodes))
+		if err != nil {
+			return err
+		}
+		for i, n := range c.nodes {
+			n.opts.Cluster = server.ClusterOpts{Name: "jetctl", Host: c.cfg.Host, Port: routePorts[i]}
+			n.opts.Routes = nil
+			for j, p := range routePorts {
+				if j != i {
+					n.opts.Routes = append(n.opts.Routes, server.RoutesFromStr(fmt.Sprintf("nats://%s:%d", c.cfg.Host, p))...)
+				}
+			}
+		}
+	}
+	for _, n := range c.nodes {
+		if err := c.startNode(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopNodes stops the running nodes, keeping their data.
+func (c *Cluster) stopNodes() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			n.srv.Shutdown()
+			n.srv.WaitForShutdown()
+			n.srv = nil
+		}
+	}
+}
+
+// errRoutePort: a node could not listen on its route port.
+var errRoutePort = errors.New("route port taken")
 
 func (c *Cluster) startNode(n *node) error {
 	srv, err := server.NewServer(n.opts)
@@ -153,6 +189,9 @@ func (c *Cluster) startNode(n *node) error {
 		case err := <-trap.fatal:
 			srv.Shutdown()
 			srv.WaitForShutdown()
+			if strings.HasPrefix(err.Error(), "Error listening on router port") {
+				err = fmt.Errorf("%w: %v", errRoutePort, err)
+			}
 			return fmt.Errorf("server %s: %w", n.opts.ServerName, err)
 		default:
 		}
@@ -316,6 +355,9 @@ func (c *Cluster) Shutdown() {
 		os.RemoveAll(c.cfg.StoreDir)
 	}
 }
+
+// pickPorts picks a cluster's route ports; tests replace it.
+var pickPorts = freePorts
 
 // freePorts asks the OS for n free TCP ports on host. The ports are released
 // before the servers bind them, which leaves a small window for a race that

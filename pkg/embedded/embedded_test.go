@@ -57,3 +57,30 @@ func TestStartNodeFatalIsAnError(t *testing.T) {
 func testOptions(store string, port int) *server.Options {
 	return &server.Options{ServerName: "jetctl-test", Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: store, NoSigs: true}
 }
+
+// A route port taken between being picked and being listened on (another
+// process got it) starts the cluster again on other ports.
+func TestClusterStartsAgainWhenARoutePortIsTaken(t *testing.T) {
+	taken := busyPort(t)
+	calls := 0
+	pickPorts = func(host string, n int) ([]int, error) {
+		calls++
+		ports, err := freePorts(host, n)
+		if calls == 1 && err == nil {
+			ports[n-1] = taken
+		}
+		return ports, err
+	}
+	t.Cleanup(func() { pickPorts = freePorts })
+	c, err := Start(Config{Nodes: 3, StoreDir: t.TempDir(), ReadyTimeout: time.Minute})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer c.Shutdown()
+	if calls != 2 {
+		t.Errorf("route ports picked %d times, want 2", calls)
+	}
+	if len(c.Servers()) != 3 {
+		t.Errorf("%d servers running, want 3", len(c.Servers()))
+	}
+}
