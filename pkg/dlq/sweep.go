@@ -384,7 +384,11 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 	// 1. Read each dead message from the stream leader.
 	parallel(len(items), sweepWorkers, func(i int) {
 		it := items[i]
-		m, err := s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: it.adv.StreamSeq})
+		var m *envelope.Message
+		err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+			m, err = s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: it.adv.StreamSeq})
+			return err
+		})
 		switch {
 		case errors.Is(err, jsapi.ErrNoMessage):
 			// Gone: moved by an earlier, interrupted sweep, or removed
@@ -476,7 +480,9 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 			it.rec.Source, it.rec.SourceNote = SourceKept, note
 			return
 		}
-		if err := s.api.MsgDelete(work, s.cfg.Stream, it.src.Seq); err != nil {
+		if err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+			return s.api.MsgDelete(work, s.cfg.Stream, it.src.Seq)
+		}); err != nil {
 			it.rec.Status, it.rec.Error = StatusFailed, "copied, but the source could not be deleted: "+err.Error()
 			return
 		}
