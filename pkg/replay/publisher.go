@@ -338,6 +338,8 @@ func (p *Publisher) resendDue(now time.Time, timedOut bool) {
 			continue
 		}
 		switch {
+		case !c.retryAt.IsZero() && p.stopping:
+			p.tried(c, p.errOf(c), now)
 		case !c.retryAt.IsZero():
 			if !now.Before(c.retryAt) {
 				p.send(c)
@@ -544,7 +546,12 @@ func (p *Publisher) Close(ctx context.Context) error {
 	p.stopping = p.fatal != nil || p.closedErr != nil || ctx.Err() != nil
 	var err error
 	for len(p.pending) > 0 {
-		if err = p.step(ctx); err != nil {
+		if serr := p.step(ctx); errors.Is(serr, ErrTargetFailing) {
+			// Collect the outcomes of what is in flight, without retries.
+			err, p.stopping = serr, true
+			continue
+		} else if serr != nil {
+			err = serr
 			break
 		}
 		if len(p.pending) == 0 || p.wait(ctx) != nil {
@@ -579,13 +586,18 @@ func (p *Publisher) LastError() error { return p.lastErr }
 // copy of its own (NewMsgIDPrefix), which the target stores even where an
 // earlier copy's ids are known.
 func MsgIDPrefixFor(cp *Checkpoint, newID bool) (string, error) {
-	switch {
-	case cp != nil && cp.MsgIDPrefix != "":
-		return cp.MsgIDPrefix, nil
-	case cp != nil && newID:
-		return "", errors.New("--new-msg-id: the checkpoint continues a copy made without it; remove the checkpoint file to copy again")
-	case newID:
-		return NewMsgIDPrefix(), nil
+	if cp == nil {
+		if newID {
+			return NewMsgIDPrefix(), nil
+		}
+		return DefaultMsgIDPrefix, nil
 	}
-	return DefaultMsgIDPrefix, nil
+	prefix := cp.MsgIDPrefix
+	if prefix == "" {
+		prefix = DefaultMsgIDPrefix
+	}
+	if newID && prefix == DefaultMsgIDPrefix {
+		return "", errors.New("--new-msg-id: the checkpoint continues a copy made without it; remove the checkpoint file to copy again")
+	}
+	return prefix, nil
 }
