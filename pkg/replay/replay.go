@@ -43,12 +43,12 @@ type Options struct {
 
 // Summary is what a replay did.
 type Summary struct {
-	Stream     string            `json:"stream"`
-	FirstSeq   uint64            `json:"first_seq"`
-	LastSeq    uint64            `json:"last_seq"`
-	Read       uint64            `json:"read"`
-	Messages   uint64            `json:"messages"`
-	Bytes      uint64            `json:"bytes"`
+	Stream   string `json:"stream"`
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+	Read     uint64 `json:"read"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
 	// Duplicates (republishing) were already in the target: nothing new
 	// was stored for them.
 	Duplicates uint64 `json:"duplicates"`
@@ -56,10 +56,10 @@ type Summary struct {
 	// replay stopped; a re-run with the checkpoint settles them.
 	Unconfirmed uint64            `json:"unconfirmed,omitempty"`
 	Failed      []uint64          `json:"failed,omitempty"`
-	Checkpoint uint64            `json:"checkpoint,omitempty"`
-	Subjects   map[string]uint64 `json:"subjects,omitempty"`
-	Seconds    float64           `json:"seconds"`
-	PerSecond  float64           `json:"messages_per_second"`
+	Checkpoint  uint64            `json:"checkpoint,omitempty"`
+	Subjects    map[string]uint64 `json:"subjects,omitempty"`
+	Seconds     float64           `json:"seconds"`
+	PerSecond   float64           `json:"messages_per_second"`
 	// Resumed is the sequence a checkpoint made this run start after.
 	Resumed uint64 `json:"resumed_after,omitempty"`
 }
@@ -283,7 +283,7 @@ type Checkpoint struct {
 	// which every copy of a message after LastSeq is stored: where a
 	// resumed run looks for copies stored but not checkpointed.
 	TargetSeqs map[string]uint64 `json:"target_seqs,omitempty"`
-	Stream  string `json:"stream"`
+	Stream     string            `json:"stream"`
 	// LastSeq is the last sequence done: every message up to it is written
 	// (acknowledged, when republishing).
 	LastSeq uint64 `json:"last_seq"`

@@ -132,4 +132,3 @@ func TargetSubject(to, subject string) string {
 		return to
 	}
 }
-
