@@ -304,6 +304,9 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		}
 	}
 	printSummary(f, o, sum, sink)
+	if perr := printRepublishJSON(f, o, p, sum); perr != nil && err == nil {
+		err = perr
+	}
 	// A republish that stored nothing failed; one that stored some, partly.
 	partial := exitcode.Partial
 	if o.to != "" && sum.Messages+sum.Duplicates == 0 {
@@ -319,6 +322,21 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		return exitcode.Silent(partial)
 	}
 	return nil
+}
+
+// printRepublishJSON prints a republish's summary on stdout when -o or
+// --jq asks for it (--to writes nothing else there).
+func printRepublishJSON(f *factory.Factory, o *options, p *output.Printer, sum replay.Summary) error {
+	if o.to == "" || o.dryRun || (f.Output.Format == "" && f.Output.JQ == "") {
+		return nil
+	}
+	if sum.Failed == nil {
+		sum.Failed = []uint64{}
+	}
+	if p.Format == "table" {
+		p.Format = "json"
+	}
+	return p.Print(sum, nil)
 }
 
 // connectionNotice says on stderr when the target's connection went away

@@ -211,7 +211,11 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	info := cons.CachedInfo()
 	defer func() {
 		// Remove the consumer now rather than at its inactive threshold,
-		// so that it does not linger in listings.
+		// so that it does not linger in listings; not while disconnected,
+		// where the request would only hold up an interrupted read.
+		if !nc.IsConnected() {
+			return
+		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
 		cancel()

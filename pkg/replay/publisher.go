@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -119,6 +120,9 @@ type Publisher struct {
 	reconnected bool
 	closedErr   error
 	stopping    bool
+	// abandon: interrupted, so acknowledgements are not waited for while
+	// the connection is down.
+	abandon bool
 
 	failed      []uint64
 	firstFailed uint64
@@ -200,6 +204,12 @@ func (p *Publisher) start() error {
 	p.acks = a
 	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	p.server = p.nc.ConnectedUrlRedacted()
+	// The client's default handler prints raw lines ("write: broken pipe
+	// on connection [25]") when the server goes away; OnConnection says
+	// what happened instead, and --verbose keeps the detail.
+	p.nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		slog.Debug("connection error", "error", err)
+	})
 	return nil
 }
 
@@ -513,6 +523,10 @@ func (p *Publisher) positionsNow(fresh bool) map[string]uint64 {
 	return pos
 }
 
+// interrupted tells Close not to wait for acknowledgements while the
+// connection is down: the run was interrupted, and they may never come.
+func (p *Publisher) interrupted() { p.abandon = true }
+
 // watchFloor calls fn whenever the floor moved by lag (0: MaxInFlight)
 // since fn was last called.
 func (p *Publisher) watchFloor(lag uint64, fn func(floor uint64)) {
@@ -554,7 +568,7 @@ func (p *Publisher) Close(ctx context.Context) error {
 			err = serr
 			break
 		}
-		if len(p.pending) == 0 || p.wait(ctx) != nil {
+		if len(p.pending) == 0 || (p.abandon && p.down) || p.wait(ctx) != nil {
 			break
 		}
 	}

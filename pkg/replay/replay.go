@@ -54,8 +54,8 @@ type Summary struct {
 	Duplicates uint64 `json:"duplicates"`
 	// Unconfirmed (republishing) were sent but not acknowledged before the
 	// replay stopped; a re-run with the checkpoint settles them.
-	Unconfirmed uint64            `json:"unconfirmed,omitempty"`
-	Failed      []uint64          `json:"failed,omitempty"`
+	Unconfirmed uint64            `json:"unconfirmed"`
+	Failed      []uint64          `json:"failed"`
 	Checkpoint  uint64            `json:"checkpoint,omitempty"`
 	Subjects    map[string]uint64 `json:"subjects,omitempty"`
 	Seconds     float64           `json:"seconds"`
@@ -77,6 +77,7 @@ type republisher interface {
 	Counts() Counts
 	checkpointState(cp *Checkpoint)
 	watchFloor(lag uint64, fn func(floor uint64))
+	interrupted()
 }
 
 // Source yields messages to a replay: a stream range or a dump file.
@@ -245,6 +246,9 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(interruptGrace, cancel) })
 	defer stopGrace()
+	if pub != nil && ctx.Err() != nil {
+		pub.interrupted()
+	}
 	if cerr := sink.Close(closeCtx); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -63,6 +63,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"pub":             cmdPub,
 		"stream-add":      cmdStreamAdd,
 		"stream-count":    cmdStreamCount,
+		"stream-wait":     cmdStreamWait,
 		"kv-put":          cmdKVPut,
 		"kv-bucket":       cmdKVBucket,
 		"kv-op":           cmdKVOp,
