@@ -466,7 +466,11 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary, sink repla
 	line := fmt.Sprintf("%s %s messages (%s) in %.2fs, %s msgs/s",
 		verb, humanize.Comma(int64(sum.Messages)), humanize.IBytes(sum.Bytes), sum.Seconds, humanize.Comma(int64(sum.PerSecond)))
 	if sum.Duplicates > 0 {
-		line += fmt.Sprintf("; %s duplicates already in the target (--new-msg-id copies again)", humanize.Comma(int64(sum.Duplicates)))
+		line += fmt.Sprintf("; %s duplicates already in the target", humanize.Comma(int64(sum.Duplicates)))
+		if sum.Resumed == 0 {
+			// Resuming, they are the earlier run's copies: nothing to do.
+			line += " (--new-msg-id copies again)"
+		}
 	}
 	if sum.Unconfirmed > 0 {
 		line += fmt.Sprintf("; %s unconfirmed (sent, not acknowledged)", humanize.Comma(int64(sum.Unconfirmed)))

@@ -102,6 +102,16 @@ func (a *acks) handle(m *nats.Msg) {
 	}
 }
 
+// fail records err as the outcome of c's latest send.
+func (a *acks) fail(c *copyState, err error) {
+	a.mu.Lock()
+	if !c.stored && c.err == nil {
+		c.err = err
+		a.failed = append(a.failed, c)
+	}
+	a.mu.Unlock()
+}
+
 // takeFailed returns the copies whose latest send failed, and forgets them.
 func (a *acks) takeFailed() []*copyState {
 	a.mu.Lock()

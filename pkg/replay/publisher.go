@@ -247,9 +247,13 @@ func (p *Publisher) send(c *copyState) {
 		c.retryAt = time.Time{}
 		p.retrying--
 	}
-	// A send that fails (the reconnect buffer is full) is sent again when
-	// the connection is back or its timeout passes.
-	_ = p.acks.publish(c)
+	// A send that fails while disconnected (the reconnect buffer is full)
+	// is sent again when the connection is back or its timeout passes;
+	// connected, the failure is its outcome (say, a copy larger than the
+	// server's max_payload).
+	if err := p.acks.publish(c); err != nil && p.nc.IsConnected() {
+		p.acks.fail(c, err)
+	}
 }
 
 // step does what needs no waiting: connection changes, retries, timeouts,
@@ -310,7 +314,7 @@ func (p *Publisher) errOf(c *copyState) error {
 // tried records a failed outcome of c: retried after a pause, or given up.
 func (p *Publisher) tried(c *copyState, err error, now time.Time) {
 	c.tries++
-	if c.tries > p.cfg.Retries || p.stopping {
+	if c.tries > p.cfg.Retries || p.stopping || errors.Is(err, nats.ErrMaxPayload) {
 		c.failed = true
 		if !c.retryAt.IsZero() {
 			c.retryAt = time.Time{}

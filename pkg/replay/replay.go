@@ -171,24 +171,22 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 		}
 	}
 	var floorErr error
-	if pub != nil {
+	if pub != nil && opts.CheckpointPath != "" {
 		if err := pub.Prepare(ctx, opts.Resume); err != nil {
 			return sum, err
 		}
-		if opts.CheckpointPath != "" {
-			// Written before the first copy, so that a run killed before its
-			// first acknowledgement still tells the next where to look; then
-			// again whenever the acknowledged floor moved by the in-flight
-			// window, so that it never lags the target by more.
-			if err := checkpoint(); err != nil {
-				return sum, err
-			}
-			pub.watchFloor(0, func(uint64) {
-				if err := checkpoint(); err != nil && floorErr == nil {
-					floorErr = err
-				}
-			})
+		// Written before the first copy, so that a run killed before its
+		// first acknowledgement still tells the next where to look; then
+		// again whenever the acknowledged floor moved by the in-flight
+		// window, so that it never lags the target by more.
+		if err := checkpoint(); err != nil {
+			return sum, err
 		}
+		pub.watchFloor(0, func(uint64) {
+			if err := checkpoint(); err != nil && floorErr == nil {
+				floorErr = err
+			}
+		})
 	}
 
 	err := src(ctx, func(m *envelope.Message) error {
