@@ -81,7 +81,9 @@ checkpoint, so a resumed run stays one copy). Every acknowledgement is
 checked; failures are retried, then listed; exit code 4 when some copies
 were stored and some failed, 1 when none was stored. After a reconnect the
 copies not acknowledged are sent again at once; stderr says when the
-connection went away and when it came back.
+connection went away and when it came back. With --to, -o json (or --jq)
+prints the summary on stdout: messages, bytes, duplicates, unconfirmed,
+failed, ...
 
 --to-file F writes the JSON lines to F; --from-file F reads such a dump back
 (to stdout, or with --to to republish it). Payload bytes and headers survive
@@ -90,7 +92,8 @@ the round trip exactly.
 --checkpoint FILE records the last sequence done (the last acknowledged one
 when republishing) and a re-run with the same file continues after it, up to
 the end fixed by the first run. On SIGINT or SIGTERM replay stops reading,
-waits for acknowledgements in flight, writes the checkpoint, prints its
+waits for acknowledgements in flight (at most 2s, not while disconnected;
+the rest are reported as unconfirmed), writes the checkpoint, prints its
 summary and exits 130.
 
 Readers (--reader): ordered (an ordered consumer; default for limits
