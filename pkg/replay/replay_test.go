@@ -149,3 +149,29 @@ func TestTargetFilter(t *testing.T) {
 		}
 	}
 }
+
+func TestMsgIDPrefixFor(t *testing.T) {
+	if p, err := MsgIDPrefixFor(nil, false); p != "replay" || err != nil {
+		t.Errorf("fresh run: %q, %v", p, err)
+	}
+	a, _ := MsgIDPrefixFor(nil, true)
+	b, _ := MsgIDPrefixFor(nil, true)
+	if !strings.HasPrefix(a, "replay-") || a == b {
+		t.Errorf("--new-msg-id prefixes %q and %q: want replay-<run id>, different per run", a, b)
+	}
+	// A checkpoint defines its copy: resumed with or without the flag.
+	run := &Checkpoint{MsgIDPrefix: a}
+	for _, newID := range []bool{false, true} {
+		if p, err := MsgIDPrefixFor(run, newID); p != a || err != nil {
+			t.Errorf("resume (new-msg-id %v): %q, %v; want %q", newID, p, err, a)
+		}
+	}
+	for _, plain := range []*Checkpoint{{}, {MsgIDPrefix: "replay"}} {
+		if p, err := MsgIDPrefixFor(plain, false); p != "replay" || err != nil {
+			t.Errorf("plain resume: %q, %v", p, err)
+		}
+		if _, err := MsgIDPrefixFor(plain, true); err == nil {
+			t.Error("--new-msg-id with a plain checkpoint was accepted")
+		}
+	}
+}
