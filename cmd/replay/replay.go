@@ -336,9 +336,6 @@ func printRepublishJSON(f *factory.Factory, o *options, p *output.Printer, sum r
 	if sum.Failed == nil {
 		sum.Failed = []uint64{}
 	}
-	if p.Format == "table" {
-		p.Format = "json"
-	}
 	return p.Print(sum, nil)
 }
 
