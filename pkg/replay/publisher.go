@@ -543,7 +543,10 @@ func (p *Publisher) watchFloor(lag uint64, fn func(floor uint64)) {
 // Floor is the last sequence before the oldest unsettled or failed copy:
 // everything up to it is stored in the target.
 func (p *Publisher) Floor(lastRead uint64) uint64 {
-	floor := lastRead
+	// Nothing pending, everything written is settled: called while Write
+	// is still at work, lastRead is the message before; the positions a
+	// checkpoint records then are for copies after the last written.
+	floor := max(lastRead, p.lastWritten)
 	if len(p.pending) > 0 {
 		floor = p.pending[0].seq - 1
 	}
