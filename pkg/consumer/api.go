@@ -48,14 +48,26 @@ func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error
 			}
 			return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, resp.Error)
 		}
+		listed := map[string]bool{}
 		for _, info := range resp.Items {
 			if info.Stream == "" {
 				info.Stream = stream
 			}
+			// An offline consumer comes as a stub: no names but its
+			// config, and it is also listed as missing.
+			if info.Name == "" {
+				info.Name = info.Config.Name
+				if info.Name == "" {
+					info.Name = info.Config.Durable
+				}
+			}
+			listed[info.Name] = true
 			out = append(out, FromInfo(info))
 		}
 		for _, name := range resp.Missing {
-			out = append(out, missingState(stream, name, time.Now()))
+			if !listed[name] {
+				out = append(out, missingState(stream, name, time.Now()))
+			}
 		}
 		offset += len(resp.Items)
 		if len(resp.Items) == 0 || offset >= resp.Total {

@@ -38,6 +38,9 @@ func Hidden(cfg *jetstream.StreamConfig) bool {
 	return strings.HasPrefix(cfg.Name, "KV_") || strings.HasPrefix(cfg.Name, "OBJ_") || cfg.Metadata[dlq.MetaRole] != ""
 }
 
+// errStreamOffline is the server's "stream is offline" (10118).
+const errStreamOffline jetstream.ErrorCode = 10118
+
 // captureRole is the dlq.MetaRole value of an advisory capture stream.
 const captureRole = "capture"
 
@@ -124,7 +127,14 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 	parallel(len(cfg.Streams), cfg.Workers, func(i int) {
 		name := cfg.Streams[i]
 		st, err := js.Stream(ctx, name)
-		if err != nil {
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == errStreamOffline:
+			// No server holding the stream is up: its consumers are
+			// still listed, as having no leader.
+			out[i] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}
+			return
+		case err != nil:
 			errs[i] = fmt.Errorf("stream %q: %w", name, err)
 			return
 		}

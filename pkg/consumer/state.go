@@ -214,12 +214,14 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 	if info.Cluster != nil {
 		s.Leader = info.Cluster.Leader
 		// A clustered consumer (it has replicas or a raft group) with no
-		// leader cannot deliver.
+		// leader cannot deliver; the server reports such an offline
+		// consumer with its config only.
 		if info.Cluster.Leader == "" && (info.Cluster.RaftGroup != "" || len(info.Cluster.Replicas) > 0) {
 			s.NoLeader = true
+			s.LagSeconds = nil
 		}
 	}
-	if s.Unprocessed == 0 {
+	if s.Unprocessed == 0 && !s.NoLeader {
 		zero := 0.0
 		s.LagSeconds = &zero
 	}
