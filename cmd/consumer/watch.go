@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -148,7 +149,8 @@ func drawWatch(f *factory.Factory, p *output.Printer, samples []pkgconsumer.Samp
 	if count > 0 {
 		polls = fmt.Sprintf(", poll %d of %d", n, count)
 	}
-	fmt.Fprintf(&buf, "%s  every %s, %d consumers%s (Ctrl-C to stop)\n\n", time.Now().Format("15:04:05"), interval, len(samples), polls)
+	fmt.Fprintf(&buf, "%s  every %s, %s%s (Ctrl-C to stop)\n\n", time.Now().Format("15:04:05"), interval,
+		english.Plural(len(samples), "consumer", ""), polls)
 	t := output.Table{Header: []string{"stream", "consumer", "unprocessed", "trend/s", "ack pending", "delivered/s", "acked/s", "redelivered", "trend/s", "waiting", "lag", "health"}}
 	for _, s := range samples {
 		unTrend, ackRate, delRate, redTrend := "-", "-", "-", "-"

@@ -66,6 +66,11 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 	errs := make([]error, len(streams))
 	parallel(len(streams), cfg.Workers, func(i int) {
 		perStream[i], errs[i] = api.listConsumers(ctx, streams[i].Config.Name)
+		// A stream deleted since it was listed is simply gone; one that
+		// was named is an error.
+		if len(cfg.Streams) == 0 && errors.Is(errs[i], jetstream.ErrStreamNotFound) {
+			errs[i] = nil
+		}
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
