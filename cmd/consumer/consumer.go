@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,11 +76,16 @@ type selection struct {
 // config validates the flags and arguments, before anything connects.
 func (s *selectFlags) config(f *factory.Factory, streams []string) (selection, error) {
 	var sel selection
+	var unique []string
 	for _, name := range streams {
 		if err := jsapi.ValidateStreamName(name); err != nil {
 			return sel, exitcode.UsageErrorf("%v", err)
 		}
+		if !slices.Contains(unique, name) {
+			unique = append(unique, name)
+		}
 	}
+	streams = unique
 	by, err := pkgconsumer.ParseSortBy(s.sort)
 	if err != nil {
 		return sel, exitcode.New(exitcode.Usage, err)
