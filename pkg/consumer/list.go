@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,6 +28,68 @@ type ListConfig struct {
 	Thresholds Thresholds
 	// Workers bounds the concurrent requests (default 16).
 	Workers int
+	// LagCache, if set, keeps the oldest unprocessed message found for
+	// each consumer's delivered cursor between calls (a watch's polls).
+	LagCache *LagCache
+}
+
+// LagCache remembers, per consumer, the oldest message not yet delivered
+// found for its delivered cursor: while the cursor stands still, that is
+// still the oldest, and a watch need not read it again every poll (with
+// large messages, a get per stuck consumer per second adds up). Safe for
+// concurrent use.
+type LagCache struct {
+	mu sync.Mutex
+	// prev holds what the last call found; next what this call uses,
+	// so that consumers gone or caught up drop out after one call.
+	prev, next map[string]lagEntry
+}
+
+type lagEntry struct {
+	delivered uint64
+	filters   string
+	seq       uint64
+	at        time.Time
+}
+
+func (c *LagCache) get(s *State) (lagEntry, bool) {
+	if c == nil {
+		return lagEntry{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.prev[s.Key()]
+	if !ok || e.delivered != s.DeliveredStreamSeq || e.filters != strings.Join(s.FilterSubjects, " ") {
+		return lagEntry{}, false
+	}
+	c.keep(s.Key(), e)
+	return e, true
+}
+
+func (c *LagCache) put(s *State, seq uint64, at time.Time) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keep(s.Key(), lagEntry{delivered: s.DeliveredStreamSeq, filters: strings.Join(s.FilterSubjects, " "), seq: seq, at: at})
+}
+
+func (c *LagCache) keep(key string, e lagEntry) {
+	if c.next == nil {
+		c.next = map[string]lagEntry{}
+	}
+	c.next[key] = e
+}
+
+// rotate ends a call: what it used is what the next call may reuse.
+func (c *LagCache) rotate() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prev, c.next = c.next, nil
 }
 
 // DefaultWorkers is how many requests List has in flight at most.
@@ -88,7 +151,8 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 		defer wg.Done()
 		dead, deadErr = deadLetters(ctx, js, captures)
 	}()
-	fillLag(ctx, api, states, cfg.Workers)
+	fillLag(ctx, api, states, cfg.Workers, cfg.LagCache)
+	cfg.LagCache.rotate()
 	wg.Wait()
 	if deadErr != nil {
 		return nil, deadErr
@@ -165,7 +229,7 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 // stream sequence that matches its filter (one get per filter subject).
 // Its age when the consumer state was read is the lag. A get that fails
 // leaves the lag unknown (nil): the listing does not fail for it.
-func fillLag(ctx context.Context, api *api, states []*State, workers int) {
+func fillLag(ctx context.Context, api *api, states []*State, workers int, cache *LagCache) {
 	var todo []*State
 	for _, s := range states {
 		if s.Unprocessed > 0 && !s.NoLeader {
@@ -174,9 +238,17 @@ func fillLag(ctx context.Context, api *api, states []*State, workers int) {
 	}
 	parallel(len(todo), workers*2, func(i int) {
 		s := todo[i]
-		seq, at, ok := api.oldestAfter(ctx, s.Stream, s.DeliveredStreamSeq+1, s.FilterSubjects)
-		if !ok {
-			return
+		var seq uint64
+		var at time.Time
+		if e, ok := cache.get(s); ok {
+			seq, at = e.seq, e.at
+		} else {
+			var found bool
+			seq, at, found = api.oldestAfter(ctx, s.Stream, s.DeliveredStreamSeq+1, s.FilterSubjects)
+			if !found {
+				return
+			}
+			cache.put(s, seq, at)
 		}
 		lag := s.Time.Sub(at).Seconds()
 		if lag < 0 {

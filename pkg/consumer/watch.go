@@ -59,7 +59,9 @@ type Sample struct {
 	Rates *Rates `json:"rates"`
 }
 
-// Watcher polls List and computes rates between consecutive polls.
+// Watcher polls List and computes rates between consecutive polls. It
+// reads a consumer's oldest undelivered message again only when its
+// delivered cursor moved (see LagCache).
 type Watcher struct {
 	JS     jetstream.JetStream
 	Config ListConfig
@@ -69,6 +71,9 @@ type Watcher struct {
 // Poll lists the consumers once and returns each with its rates since
 // the previous Poll.
 func (w *Watcher) Poll(ctx context.Context) ([]Sample, error) {
+	if w.Config.LagCache == nil {
+		w.Config.LagCache = &LagCache{}
+	}
 	states, err := List(ctx, w.JS, w.Config)
 	if err != nil {
 		return nil, err
