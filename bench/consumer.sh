@@ -121,14 +121,14 @@ ts_cpu=$(awk -v a="$server2" -v b="$server3" 'BEGIN { printf "%.2f", b - a }')
 
 ratio=$(awk -v n="$loop_total" -v j="$ls_mean" 'BEGIN { printf "%.1f", n / j }')
 one_ratio=$(awk -v n="$one_mean" -v j="$ls_mean" 'BEGIN { printf "%.2f", j / n }')
-printf '\n%-66s %10s\n' "consumer ls over $STREAMS streams x $CONSUMERS consumers ($rows consumers)" "seconds"
+printf '\n%-84s %8s\n' "consumer ls over $STREAMS streams x $CONSUMERS consumers ($rows consumers)" "seconds"
 printf '%-84s %8s\n' "jetctl consumer ls, every stream (mean of $RUNS)" "$ls_mean"
 printf '%-84s %8s\n' "jetctl consumer ls, every stream (best)" "$best"
 printf '%-84s %8s\n' "nats consumer report per stream, $STREAMS in a loop" "$loop_total"
 printf '%-84s %8s\n' "nats consumer report, one stream ($CONSUMERS consumers, mean of $RUNS)" "$one_mean"
 printf '%-84s %8s\n' "speed-up (natscli loop / jetctl mean)" "${ratio}x"
 printf '%-84s %8s\n' "jetctl over every stream / natscli over one stream" "${one_ratio}x"
-printf '\n%-66s %10s\n' "consumer watch, $rows consumers, $WATCH_POLLS polls 1 s apart" "CPU s"
+printf '\n%-84s %8s\n' "consumer watch, $rows consumers, $WATCH_POLLS polls 1 s apart" "CPU s"
 printf '%-84s %8s\n' "jetctl watch, JSON lines: CPU (of ${w_wall}s wall, $(pct "$w_cpu" "$w_wall")), peak RSS ${w_rss} KiB" "$w_cpu"
 printf '%-84s %8s\n' "server answering it: CPU ($(pct "$ws_cpu" "$w_wall"))" "$ws_cpu"
 printf '%-84s %8s\n' "jetctl watch, table on a pty: CPU (of ${t_wall}s wall, $(pct "$t_cpu" "$t_wall")), peak RSS ${t_rss} KiB" "$t_cpu"
