@@ -83,7 +83,7 @@ type ObjectStore struct {
 func NewCmd(f *factory.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "show the account's JetStream usage, limits, streams and buckets",
+		Short: "show the account's JetStream usage, limits, streams, consumers and buckets",
 		Long: `Show the account's JetStream usage and limits, then a table of streams,
 one of consumers (the unhealthy first, with the health words of "jetctl
 consumer ls"), and one of KV buckets (and object stores, if any). Streams
