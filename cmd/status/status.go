@@ -15,8 +15,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	cmdconsumer "github.com/jetctl/jetctl/cmd/consumer"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/consumer"
 )
 
 // Status is the JSON form of `jetctl status`.
@@ -25,6 +27,9 @@ type Status struct {
 	Streams      []Stream      `json:"streams"`
 	KV           []Bucket      `json:"kv"`
 	ObjectStores []ObjectStore `json:"object_stores"`
+	// Consumers are those of the streams listed (not of KV, object store
+	// or DLQ streams), the unhealthy first: the rows of `consumer ls`.
+	Consumers []*consumer.State `json:"consumers"`
 }
 
 // Account is the account's JetStream usage and limits; -1 means unlimited.
@@ -78,10 +83,12 @@ type ObjectStore struct {
 func NewCmd(f *factory.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "show the account's JetStream usage, limits, streams and buckets",
-		Long: `Show the account's JetStream usage and limits, then a table of streams and
-one of KV buckets (and object stores, if any). Streams that back KV buckets
-(KV_*) and object stores (OBJ_*) appear under those, not under streams.
+		Short: "show the account's JetStream usage, limits, streams, consumers and buckets",
+		Long: `Show the account's JetStream usage and limits, then a table of streams,
+one of consumers (the unhealthy first, with the health words of "jetctl
+consumer ls"), and one of KV buckets (and object stores, if any). Streams
+that back KV buckets (KV_*) and object stores (OBJ_*) appear under those,
+not under streams, and their consumers are not listed.
 
 The table fits the terminal's width (or $COLUMNS when set): subjects that
 do not fit are cut with "…". Off a terminal, without $COLUMNS, it is not
@@ -119,6 +126,15 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Status, error) {
 		info, err := js.AccountInfo(ctx)
 		accountCh <- accountResult{info, err}
 	}()
+	type consumersResult struct {
+		states []*consumer.State
+		err    error
+	}
+	consumersCh := make(chan consumersResult, 1)
+	go func() {
+		states, err := consumer.List(ctx, js, consumer.ListConfig{})
+		consumersCh <- consumersResult{states, err}
+	}()
 
 	st := &Status{Streams: []Stream{}, KV: []Bucket{}, ObjectStores: []ObjectStore{}}
 	lister := js.ListStreams(ctx)
@@ -126,9 +142,18 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Status, error) {
 		addStream(st, si)
 	}
 	ar := <-accountCh
+	cr := <-consumersCh
 	if ar.err != nil {
 		return nil, ar.err
 	}
+	if cr.err != nil {
+		return nil, cr.err
+	}
+	st.Consumers = cr.states
+	if st.Consumers == nil {
+		st.Consumers = []*consumer.State{}
+	}
+	consumer.Sort(st.Consumers, consumer.SortHealth)
 	if err := lister.Err(); err != nil {
 		return nil, err
 	}
@@ -273,6 +298,13 @@ func tables(st *Status, width int) []output.Table {
 	fitSubjects(&streams, 1, width)
 	out = append(out, streams)
 
+	if len(st.Consumers) > 0 {
+		cons := output.Table{Header: []string{"consumer", "stream", "health", "unprocessed", "ack pending", "lag", "why"}}
+		for _, c := range st.Consumers {
+			cons.Row(c.Consumer, c.Stream, string(c.Health), humanize.Comma(int64(c.Unprocessed)), cmdconsumer.AckPendingCell(c), cmdconsumer.LagCell(c), c.HealthReason)
+		}
+		out = append(out, cons)
+	}
 	if len(st.KV) > 0 {
 		kv := output.Table{Header: []string{"kv bucket", "values", "bytes", "history", "ttl", "storage", "replicas"}}
 		for _, b := range st.KV {

@@ -11,7 +11,8 @@ import (
 )
 
 // consumer-add STREAM NAME [--filter SUBJECT] [--max-deliver N]
-// [--ack-wait D] creates a durable pull consumer with explicit acks.
+// [--ack-wait D] [--max-ack-pending N] creates a durable pull consumer
+// with explicit acks.
 func cmdConsumerAdd(ts *testscript.TestScript, neg bool, args []string) {
 	cfg := jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy}
 	var pos []string
@@ -25,6 +26,11 @@ func cmdConsumerAdd(ts *testscript.TestScript, neg bool, args []string) {
 			v, err := strconv.Atoi(args[i])
 			ts.Check(err)
 			cfg.MaxDeliver = v
+		case "--max-ack-pending":
+			i++
+			v, err := strconv.Atoi(args[i])
+			ts.Check(err)
+			cfg.MaxAckPending = v
 		case "--ack-wait":
 			i++
 			d, err := time.ParseDuration(args[i])
@@ -35,7 +41,7 @@ func cmdConsumerAdd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	if neg || len(pos) != 2 {
-		ts.Fatalf("usage: consumer-add STREAM NAME [--filter S] [--max-deliver N] [--ack-wait D]")
+		ts.Fatalf("usage: consumer-add STREAM NAME [--filter S] [--max-deliver N] [--ack-wait D] [--max-ack-pending N]")
 	}
 	cfg.Durable = pos[1]
 	_, js := jsFor(ts)

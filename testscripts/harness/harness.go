@@ -453,19 +453,51 @@ func cmdNATSReq(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // server stop|start|restart [NODE] stops or starts a node (default 0) of the
-// script's server, keeping its port and data.
+// script's server, keeping its port and data. server stop-leader-of STREAM
+// stops the node leading STREAM (an R1 stream's only server), sets
+// $STOPPED_NODE for a later start, and waits until the cluster answers.
 func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: server stop|start|restart [NODE]")
+		ts.Fatalf("usage: server stop|start|restart [NODE] | server stop-leader-of STREAM")
 	}
 	node := 0
-	if len(args) == 2 {
+	if len(args) == 2 && args[0] != "stop-leader-of" {
 		v, err := strconv.Atoi(args[1])
 		ts.Check(err)
 		node = v
 	}
 	c := cluster(ts)
 	switch args[0] {
+	case "stop-leader-of":
+		// The node leading stream args[1] (an R1 stream's only server).
+		_, js := jsFor(ts)
+		si, err := streamInfo(ts, js, args[1])
+		ts.Check(err)
+		if si.Cluster == nil || si.Cluster.Leader == "" {
+			ts.Fatalf("stream %s has no leader", args[1])
+		}
+		var i int
+		if _, err := fmt.Sscanf(si.Cluster.Leader, "jetctl-%d", &i); err != nil {
+			ts.Fatalf("leader %q: not a node of this cluster", si.Cluster.Leader)
+		}
+		ts.Check(c.Stop(i - 1))
+		ts.Setenv("STOPPED_NODE", strconv.Itoa(i-1))
+		// If the node led the meta group, the others elect a new leader
+		// first: wait (30 s at most) until the API answers again.
+		deadline := time.Now().Add(30 * time.Second)
+		_, js = jsFor(ts)
+		for {
+			cx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := js.AccountInfo(cx)
+			cancel()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("the cluster did not answer after node %d stopped: %v", i-1, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	case "stop":
 		ts.Check(c.Stop(node))
 	case "start":
@@ -474,7 +506,7 @@ func cmdServer(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(c.Stop(node))
 		ts.Check(c.Restart(node))
 	default:
-		ts.Fatalf("usage: server stop|start|restart [NODE]")
+		ts.Fatalf("usage: server stop|start|restart [NODE] | server stop-leader-of STREAM")
 	}
 }
 

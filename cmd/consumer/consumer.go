@@ -1,0 +1,224 @@
+// Package consumer implements `jetctl consumer`: the delivery state
+// machines of JetStream consumers, listed, watched and waited for.
+package consumer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+// NewCmd returns `jetctl consumer`.
+func NewCmd(f *factory.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "consumer",
+		Short: "see and wait for consumers: positions, lag, health",
+		Long: `A consumer is a delivery state machine: a delivered cursor, an ack floor,
+unprocessed messages, messages delivered and not yet acknowledged (against
+MaxAckPending), redeliveries and waiting pulls. jetctl consumer shows them:
+
+  ls     one row per consumer, with the lag in time and a one-word health
+  watch  the same, live, with rates between polls
+  wait   wait until a consumer has caught up (for CI and runbooks)
+
+Nothing here consumes, acknowledges or changes anything. See
+docs/consumer.md for the health rules and the JSON fields.`,
+		Example: `  jetctl consumer ls
+  jetctl consumer ls ORDERS --sort lag
+  jetctl consumer watch ORDERS
+  jetctl consumer wait ORDERS billing --caught-up --wait 5m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCmdLs(f), newCmdWatch(f), newCmdWait(f))
+	return cmd
+}
+
+// selectFlags are the flags ls and watch share: which consumers, in which
+// order, with which health thresholds.
+type selectFlags struct {
+	all      bool
+	sort     string
+	filter   string
+	behind   string
+	inactive string
+}
+
+func (s *selectFlags) bind(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.BoolVar(&s.all, "all", false, "include KV, object store and DLQ streams (hidden by default)")
+	fs.StringVar(&s.sort, "sort", "name", "order: lag (worst first), pending (most first), health (worst first) or name")
+	fs.StringVar(&s.filter, "filter", "", "jq program: keep the consumers for which it is true (it sees the JSON fields)")
+	fs.StringVar(&s.behind, "behind", "1m", "lag from which a consumer is behind")
+	fs.StringVar(&s.inactive, "inactive", "5m", "time without activity after which a consumer with no waiting pull is stalled (work pending) or idle")
+	_ = cmd.RegisterFlagCompletionFunc("sort", cobra.FixedCompletions([]string{"lag", "pending", "health", "name"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// selection is what selectFlags and the stream arguments turn into.
+type selection struct {
+	list   pkgconsumer.ListConfig
+	sortBy pkgconsumer.SortBy
+	keep   func(*pkgconsumer.State) bool
+}
+
+// config validates the flags and arguments, before anything connects.
+func (s *selectFlags) config(f *factory.Factory, streams []string) (selection, error) {
+	var sel selection
+	var unique []string
+	for _, name := range streams {
+		if err := jsapi.ValidateStreamName(name); err != nil {
+			return sel, exitcode.UsageErrorf("%v", err)
+		}
+		if !slices.Contains(unique, name) {
+			unique = append(unique, name)
+		}
+	}
+	streams = unique
+	by, err := pkgconsumer.ParseSortBy(s.sort)
+	if err != nil {
+		return sel, exitcode.New(exitcode.Usage, err)
+	}
+	behind, err := units.ParseDuration(s.behind)
+	if err != nil || behind <= 0 {
+		return sel, exitcode.UsageErrorf("invalid --behind %q: use a positive duration such as 30s or 5m", s.behind)
+	}
+	inactive, err := units.ParseDuration(s.inactive)
+	if err != nil || inactive < 0 {
+		return sel, exitcode.UsageErrorf("invalid --inactive %q: use a duration such as 30s or 5m", s.inactive)
+	}
+	if inactive == 0 {
+		// 0 means "any inactivity": the smallest positive threshold.
+		inactive = time.Nanosecond
+	}
+	pred, err := output.CompilePredicate(s.filter, output.WarnOnce(f.IO.ErrOut))
+	if err != nil {
+		return sel, err
+	}
+	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: pkgconsumer.Thresholds{Behind: behind, Inactive: inactive}}
+	sel.sortBy = by
+	sel.keep = func(*pkgconsumer.State) bool { return true }
+	if pred != nil {
+		sel.keep = func(st *pkgconsumer.State) bool {
+			doc, err := generic(st)
+			return err == nil && pred.Keep(f.Context(), doc)
+		}
+	}
+	return sel, nil
+}
+
+// apply filters and sorts states as the selection says.
+func (sel selection) apply(states []*pkgconsumer.State) []*pkgconsumer.State {
+	kept := []*pkgconsumer.State{}
+	for _, s := range states {
+		if sel.keep(s) {
+			kept = append(kept, s)
+		}
+	}
+	pkgconsumer.Sort(kept, sel.sortBy)
+	return kept
+}
+
+// generic is v's JSON form as jq sees it.
+func generic(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out any
+	err = dec.Decode(&out)
+	return out, err
+}
+
+// streamThenConsumer completes a stream name, then a consumer of it.
+func streamThenConsumer(f *factory.Factory) cobra.CompletionFunc {
+	streams := f.CompleteStreams()
+	consumers := f.CompleteConsumersOf(func(_ *cobra.Command, args []string) string { return args[0] })
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		switch len(args) {
+		case 0:
+			return streams(cmd, args, toComplete)
+		case 1:
+			return consumers(cmd, args, toComplete)
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// Cells of the tables, shared by ls, watch and status.
+
+// FilterCell is the filter subjects, or "-" for every subject.
+func FilterCell(s *pkgconsumer.State) string {
+	if len(s.FilterSubjects) == 0 {
+		return "-"
+	}
+	return strings.Join(s.FilterSubjects, ",")
+}
+
+// AckPendingCell is "ack pending/max ack pending".
+func AckPendingCell(s *pkgconsumer.State) string {
+	if s.MaxAckPending <= 0 {
+		return fmt.Sprintf("%d/-", s.AckPending)
+	}
+	return fmt.Sprintf("%d/%d", s.AckPending, s.MaxAckPending)
+}
+
+// LagCell is the lag, "-" when nothing is unprocessed, "?" when unknown.
+func LagCell(s *pkgconsumer.State) string {
+	if s.NoLeader {
+		return "?"
+	}
+	if s.Unprocessed == 0 {
+		return "-"
+	}
+	lag, ok := s.Lag()
+	if !ok {
+		return "?"
+	}
+	return pkgconsumer.ShortDuration(lag)
+}
+
+// LastActiveCell is how long ago the consumer delivered or got an ack.
+func LastActiveCell(s *pkgconsumer.State) string {
+	if s.LastActive == nil {
+		return "never"
+	}
+	return pkgconsumer.ShortDuration(max(0, s.Time.Sub(*s.LastActive))) + " ago"
+}
+
+func deadCell(s *pkgconsumer.State) string {
+	if s.DeadLetters == nil {
+		return "-"
+	}
+	return fmt.Sprint(*s.DeadLetters)
+}
+
+func pausedCell(s *pkgconsumer.State) string {
+	switch {
+	case !s.Paused:
+		return "-"
+	case s.PausedUntil != nil:
+		return "until " + s.PausedUntil.UTC().Format(time.RFC3339)
+	}
+	return "yes"
+}
+
+func kindCell(s *pkgconsumer.State) string {
+	if s.NoLeader && s.Kind == "" {
+		return "?"
+	}
+	return s.Kind
+}

@@ -1,0 +1,122 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
+)
+
+// api makes the raw requests List needs and nats.go does not offer in
+// that form: the paged consumer list of a stream by name (nats.go first
+// asks for the stream's info), with the consumers a cluster could not
+// report ("missing").
+type api struct {
+	js     jetstream.JetStream
+	client *jsapi.Client
+}
+
+func newAPI(js jetstream.JetStream) *api { return &api{js: js, client: jsapi.New(js)} }
+
+type consumerListResponse struct {
+	Type    string                    `json:"type"`
+	Error   *jetstream.APIError       `json:"error,omitempty"`
+	Total   int                       `json:"total"`
+	Offset  int                       `json:"offset"`
+	Limit   int                       `json:"limit"`
+	Items   []*jetstream.ConsumerInfo `json:"consumers"`
+	Missing []string                  `json:"missing,omitempty"`
+}
+
+// listConsumers reads every consumer of stream, one request per page.
+func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error) {
+	var out []*State
+	for offset := 0; ; {
+		var resp consumerListResponse
+		if err := a.request(ctx, "CONSUMER.LIST."+stream, map[string]int{"offset": offset}, &resp); err != nil {
+			return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, err)
+		}
+		if resp.Error != nil {
+			if resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound {
+				return nil, fmt.Errorf("stream %q: %w", stream, jetstream.ErrStreamNotFound)
+			}
+			return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, resp.Error)
+		}
+		listed := map[string]bool{}
+		for _, info := range resp.Items {
+			if info.Stream == "" {
+				info.Stream = stream
+			}
+			// An offline consumer comes as a stub: no names but its
+			// config, and it is also listed as missing.
+			if info.Name == "" {
+				info.Name = info.Config.Name
+				if info.Name == "" {
+					info.Name = info.Config.Durable
+				}
+			}
+			listed[info.Name] = true
+			out = append(out, FromInfo(info))
+		}
+		for _, name := range resp.Missing {
+			if !listed[name] {
+				out = append(out, missingState(stream, name, time.Now()))
+			}
+		}
+		offset += len(resp.Items)
+		if len(resp.Items) == 0 || offset >= resp.Total {
+			return out, nil
+		}
+	}
+}
+
+// request sends one API request and decodes the reply into resp.
+func (a *api) request(ctx context.Context, subject string, req, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.client.WithTimeout(ctx)
+	defer cancel()
+	var reply *nats.Msg
+	for attempt := 0; ; attempt++ {
+		reply, err = a.client.NC.RequestWithContext(ctx, a.client.Prefix+subject, body)
+		// No responders: a leader election is under way; try again.
+		if errors.Is(err, nats.ErrNoResponders) && attempt < 10 && ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(reply.Data, resp)
+}
+
+// oldestAfter finds the first message at or after seq matching one of
+// filters (every subject when none): its sequence and stored time. One
+// message get on the stream leader per filter subject.
+func (a *api) oldestAfter(ctx context.Context, stream string, seq uint64, filters []string) (uint64, time.Time, bool) {
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	var best uint64
+	var at time.Time
+	for _, f := range filters {
+		m, err := a.client.MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: seq, NextFor: f})
+		if err != nil {
+			continue
+		}
+		if best == 0 || m.Seq < best {
+			best, at = m.Seq, m.Time
+		}
+	}
+	return best, at, best != 0
+}

@@ -1,0 +1,403 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+)
+
+// ListConfig says which consumers List reads.
+type ListConfig struct {
+	// Streams restricts the listing to these streams (each must exist);
+	// every stream when empty.
+	Streams []string
+	// All includes, when Streams is empty, the streams jetctl hides by
+	// default: KV buckets (KV_*), object stores (OBJ_*) and the capture
+	// and DLQ streams of `jetctl dlq setup`.
+	All bool
+	// Thresholds for the health rules; zero fields take the defaults.
+	Thresholds Thresholds
+	// Workers bounds the concurrent requests (default 16).
+	Workers int
+	// LagCache, if set, keeps the oldest unprocessed message found for
+	// each consumer's delivered cursor between calls (a watch's polls).
+	LagCache *LagCache
+}
+
+// LagCache remembers, per consumer, the oldest message not yet delivered
+// found for its delivered cursor: while the cursor stands still, that is
+// still the oldest, and a watch need not read it again every poll (with
+// large messages, a get per stuck consumer per second adds up). Safe for
+// concurrent use.
+type LagCache struct {
+	mu sync.Mutex
+	// prev holds what the last call found; next what this call uses,
+	// so that consumers gone or caught up drop out after one call.
+	prev, next map[string]lagEntry
+}
+
+type lagEntry struct {
+	delivered uint64
+	filters   string
+	seq       uint64
+	at        time.Time
+}
+
+func (c *LagCache) get(s *State) (lagEntry, bool) {
+	if c == nil {
+		return lagEntry{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.prev[s.Key()]
+	if !ok || e.delivered != s.DeliveredStreamSeq || e.filters != strings.Join(s.FilterSubjects, " ") {
+		return lagEntry{}, false
+	}
+	c.keep(s.Key(), e)
+	return e, true
+}
+
+func (c *LagCache) put(s *State, seq uint64, at time.Time) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keep(s.Key(), lagEntry{delivered: s.DeliveredStreamSeq, filters: strings.Join(s.FilterSubjects, " "), seq: seq, at: at})
+}
+
+func (c *LagCache) keep(key string, e lagEntry) {
+	if c.next == nil {
+		c.next = map[string]lagEntry{}
+	}
+	c.next[key] = e
+}
+
+// rotate ends a call: what it used is what the next call may reuse.
+func (c *LagCache) rotate() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prev, c.next = c.next, nil
+}
+
+// DefaultWorkers is how many requests List has in flight at most.
+const DefaultWorkers = 16
+
+// Hidden reports whether ls hides a stream unless asked for all: KV
+// buckets, object stores, and the streams `jetctl dlq setup` creates.
+func Hidden(cfg *jetstream.StreamConfig) bool {
+	return strings.HasPrefix(cfg.Name, "KV_") || strings.HasPrefix(cfg.Name, "OBJ_") || cfg.Metadata[dlq.MetaRole] != ""
+}
+
+// errStreamOffline is the server's "stream is offline" (10118).
+const errStreamOffline jetstream.ErrorCode = 10118
+
+// captureRole is the dlq.MetaRole value of an advisory capture stream.
+const captureRole = "capture"
+
+// List reads the consumers of the selected streams, with one paged list
+// request per stream (concurrently), then the lag of each consumer with
+// unprocessed messages (one message get each, concurrently) and the dead
+// letters captured for the streams that have a DLQ. The result is sorted
+// by stream and consumer name and classified with cfg.Thresholds.
+//
+// A named stream that does not exist is an error wrapping
+// jetstream.ErrStreamNotFound, before anything else is read.
+func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	streams, captures, err := selectStreams(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	api := newAPI(js)
+
+	perStream := make([][]*State, len(streams))
+	errs := make([]error, len(streams))
+	parallel(len(streams), cfg.Workers, func(i int) {
+		perStream[i], errs[i] = api.listConsumers(ctx, streams[i].Config.Name)
+		// A stream deleted since it was listed is simply gone; one that
+		// was named is an error.
+		if len(cfg.Streams) == 0 && errors.Is(errs[i], jetstream.ErrStreamNotFound) {
+			errs[i] = nil
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var states []*State
+	for _, ss := range perStream {
+		states = append(states, ss...)
+	}
+
+	var wg sync.WaitGroup
+	var dead map[string]deadCounts
+	var deadErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		dead, deadErr = deadLetters(ctx, js, captures)
+	}()
+	fillLag(ctx, api, states, cfg.Workers, cfg.LagCache)
+	cfg.LagCache.rotate()
+	wg.Wait()
+	if deadErr != nil {
+		return nil, deadErr
+	}
+	for _, s := range states {
+		if d, ok := dead[s.Stream]; ok && s.Info != nil {
+			if n, covered := d.of(s.Consumer); covered {
+				s.DeadLetters = &n
+			}
+		}
+		s.Classify(cfg.Thresholds)
+	}
+	Sort(states, SortName)
+	return states, nil
+}
+
+// selectStreams returns the streams to list and, for those that have a
+// DLQ, their advisory capture streams (source stream → capture stream).
+func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*jetstream.StreamInfo, map[string]*jetstream.StreamInfo, error) {
+	captures := map[string]*jetstream.StreamInfo{}
+	if len(cfg.Streams) == 0 {
+		var out []*jetstream.StreamInfo
+		lister := js.ListStreams(ctx)
+		for si := range lister.Info() {
+			if si.Config.Metadata[dlq.MetaRole] == captureRole && si.Config.Metadata[dlq.MetaSource] != "" {
+				captures[si.Config.Metadata[dlq.MetaSource]] = si
+			}
+			if cfg.All || !Hidden(&si.Config) {
+				out = append(out, si)
+			}
+		}
+		if err := lister.Err(); err != nil {
+			return nil, nil, fmt.Errorf("listing streams: %w", err)
+		}
+		return out, captures, nil
+	}
+
+	out := make([]*jetstream.StreamInfo, len(cfg.Streams))
+	caps := make([]*jetstream.StreamInfo, len(cfg.Streams))
+	errs := make([]error, len(cfg.Streams))
+	parallel(len(cfg.Streams), cfg.Workers, func(i int) {
+		name := cfg.Streams[i]
+		st, err := js.Stream(ctx, name)
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == errStreamOffline:
+			// No server holding the stream is up: its consumers are
+			// still listed, as having no leader.
+			out[i] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}
+			return
+		case err != nil:
+			errs[i] = fmt.Errorf("stream %q: %w", name, err)
+			return
+		}
+		out[i] = st.CachedInfo()
+		capture, err := js.Stream(ctx, dlq.DefaultNames(name, "").Capture)
+		if err == nil && capture.CachedInfo().Config.Metadata[dlq.MetaSource] == name {
+			caps[i] = capture.CachedInfo()
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			return nil, nil, err
+		}
+		if caps[i] != nil {
+			captures[cfg.Streams[i]] = caps[i]
+		}
+	}
+	return out, captures, nil
+}
+
+// fillLag reads, for each consumer with unprocessed messages, the oldest
+// message it has not had delivered: the first one after its delivered
+// stream sequence that matches its filter (one get per filter subject).
+// Its age when the consumer state was read is the lag. A get that fails
+// leaves the lag unknown (nil): the listing does not fail for it.
+func fillLag(ctx context.Context, api *api, states []*State, workers int, cache *LagCache) {
+	var todo []*State
+	for _, s := range states {
+		if s.Unprocessed > 0 && !s.NoLeader {
+			todo = append(todo, s)
+		}
+	}
+	parallel(len(todo), workers*2, func(i int) {
+		s := todo[i]
+		var seq uint64
+		var at time.Time
+		if e, ok := cache.get(s); ok {
+			seq, at = e.seq, e.at
+		} else {
+			var found bool
+			seq, at, found = api.oldestAfter(ctx, s.Stream, s.DeliveredStreamSeq+1, s.FilterSubjects)
+			if !found {
+				return
+			}
+			cache.put(s, seq, at)
+		}
+		lag := s.Time.Sub(at).Seconds()
+		if lag < 0 {
+			lag = 0
+		}
+		s.OldestUnprocessedSeq = seq
+		s.LagSeconds = &lag
+	})
+}
+
+// deadCounts are the dead-letter advisories one capture stream holds, per
+// consumer, and the subjects it captures.
+type deadCounts struct {
+	source   string
+	subjects []string
+	counts   map[string]int64
+}
+
+// of returns the dead letters of consumer, and false when the capture
+// does not cover it (set up for other consumers only).
+func (d deadCounts) of(consumer string) (int64, bool) {
+	advisory := dlq.AdvisorySubjects(d.source, []string{consumer})[0]
+	for _, s := range d.subjects {
+		if jsapi.SubjectMatches(s, advisory) {
+			return d.counts[consumer], true
+		}
+	}
+	return 0, false
+}
+
+// deadLetters counts, per source stream and consumer, the dead-letter
+// advisories (MaxDeliver reached, terminated) its capture stream holds:
+// one stream info request with a subject filter per capture stream.
+func deadLetters(ctx context.Context, js jetstream.JetStream, captures map[string]*jetstream.StreamInfo) (map[string]deadCounts, error) {
+	const prefix = "$JS.EVENT.ADVISORY.CONSUMER."
+	out := map[string]deadCounts{}
+	for source, capture := range captures {
+		st, err := js.Stream(ctx, capture.Config.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", capture.Config.Name, err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+"*."+source+".*"))
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", capture.Config.Name, err)
+		}
+		d := deadCounts{source: source, subjects: info.Config.Subjects, counts: map[string]int64{}}
+		for subject, n := range info.State.Subjects {
+			kind, rest, _ := strings.Cut(strings.TrimPrefix(subject, prefix), ".")
+			if kind != "MAX_DELIVERIES" && kind != "MSG_TERMINATED" {
+				continue
+			}
+			d.counts[strings.TrimPrefix(rest, source+".")] += int64(n)
+		}
+		out[source] = d
+	}
+	return out, nil
+}
+
+// Sort orders states in place: SortName by stream and consumer; SortLag
+// worst first (unknown lag first among those with unprocessed messages,
+// then by lag, then by unprocessed); SortPending by unprocessed, then ack
+// pending, most first; SortHealth by health severity, then name.
+func Sort(states []*State, by SortBy) {
+	name := func(a, b *State) bool {
+		if a.Stream != b.Stream {
+			return a.Stream < b.Stream
+		}
+		return a.Consumer < b.Consumer
+	}
+	lagOf := func(s *State) float64 {
+		if s.LagSeconds == nil {
+			if s.Unprocessed > 0 || s.NoLeader {
+				return 1e18
+			}
+			return -1
+		}
+		return *s.LagSeconds
+	}
+	sort.SliceStable(states, func(i, j int) bool {
+		a, b := states[i], states[j]
+		switch by {
+		case SortLag:
+			if la, lb := lagOf(a), lagOf(b); la != lb {
+				return la > lb
+			}
+			if a.Unprocessed != b.Unprocessed {
+				return a.Unprocessed > b.Unprocessed
+			}
+		case SortPending:
+			if a.Unprocessed != b.Unprocessed {
+				return a.Unprocessed > b.Unprocessed
+			}
+			if a.AckPending != b.AckPending {
+				return a.AckPending > b.AckPending
+			}
+		case SortHealth:
+			if sa, sb := a.Health.Severity(), b.Health.Severity(); sa != sb {
+				return sa < sb
+			}
+		}
+		return name(a, b)
+	})
+}
+
+// SortBy names an order for Sort.
+type SortBy string
+
+// The orders Sort knows.
+const (
+	SortName    SortBy = "name"
+	SortLag     SortBy = "lag"
+	SortPending SortBy = "pending"
+	SortHealth  SortBy = "health"
+)
+
+// ParseSortBy checks a --sort value.
+func ParseSortBy(s string) (SortBy, error) {
+	switch SortBy(s) {
+	case SortName, SortLag, SortPending, SortHealth:
+		return SortBy(s), nil
+	}
+	return "", fmt.Errorf("%w --sort %q: use lag, pending, health or name", ErrInvalid, s)
+}
+
+// ErrInvalid marks invalid input (a usage error).
+var ErrInvalid = errors.New("invalid")
+
+// parallel runs fn for 0..n-1 on up to workers goroutines and waits.
+func parallel(n, workers int, fn func(i int)) {
+	if workers > n {
+		workers = n
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}

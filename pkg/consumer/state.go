@@ -1,0 +1,367 @@
+// Package consumer reads JetStream consumers as the delivery state machines
+// they are (delivered cursor, ack floor, unprocessed and ack-pending
+// messages, redeliveries, waiting pulls), classifies each one's health in
+// one word, and waits for a consumer to reach a position. It never
+// consumes, acknowledges or changes anything.
+package consumer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Health is a consumer's condition in one word. The words, most urgent
+// first, are the constants below; Classify decides between them.
+type Health string
+
+// The health words, in the order Classify tries them.
+const (
+	// HealthNoLeader: the consumer (clustered) has no leader, so nothing
+	// is delivered or acknowledged.
+	HealthNoLeader Health = "no-leader"
+	// HealthStalled: there is work, but delivery cannot advance: ack
+	// pending at MaxAckPending, paused, a push consumer without a
+	// subscriber, or a pull consumer with no waiting pull and no activity
+	// for Thresholds.Inactive.
+	HealthStalled Health = "stalled"
+	// HealthBehind: the oldest message not yet delivered is at least
+	// Thresholds.Behind old.
+	HealthBehind Health = "behind"
+	// HealthDeadLetters: messages of this consumer died (MaxDeliver
+	// reached or terminated) and were captured by `jetctl dlq setup`.
+	HealthDeadLetters Health = "dead-letters"
+	// HealthIdle: nothing to do, and no worker seen for
+	// Thresholds.Inactive (no waiting pull, no subscriber, no activity).
+	HealthIdle Health = "idle"
+	// HealthOK: none of the above.
+	HealthOK Health = "ok"
+)
+
+// Severity orders health words for sorting: 0 is the most urgent.
+func (h Health) Severity() int {
+	switch h {
+	case HealthNoLeader:
+		return 0
+	case HealthStalled:
+		return 1
+	case HealthBehind:
+		return 2
+	case HealthDeadLetters:
+		return 3
+	case HealthIdle:
+		return 4
+	}
+	return 5
+}
+
+// Thresholds are the time limits the health rules use.
+type Thresholds struct {
+	// Behind is the lag (age of the oldest undelivered message) from which
+	// a consumer is behind. Default 1m.
+	Behind time.Duration
+	// Inactive is how long without activity (no delivery, no ack, since
+	// creation at the earliest) makes a consumer with no waiting pull
+	// stalled (work pending) or idle (nothing pending). Default 5m.
+	Inactive time.Duration
+}
+
+// DefaultThresholds are the thresholds when none are given.
+var DefaultThresholds = Thresholds{Behind: time.Minute, Inactive: 5 * time.Minute}
+
+func (t Thresholds) orDefault() Thresholds {
+	if t.Behind <= 0 {
+		t.Behind = DefaultThresholds.Behind
+	}
+	if t.Inactive <= 0 {
+		t.Inactive = DefaultThresholds.Inactive
+	}
+	return t
+}
+
+// Kinds of consumer.
+const (
+	KindPull = "pull"
+	KindPush = "push"
+)
+
+// State is one consumer's delivery state at one instant, as the server
+// reported it, with what jetctl derives from it: the lag in time, the dead
+// letters captured for it and its health. Its JSON form is the row of
+// `jetctl consumer ls -o json` (fields documented in docs/consumer.md).
+type State struct {
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	// FilterSubjects are the consumer's filter subjects; [] when it takes
+	// every subject of the stream.
+	FilterSubjects []string `json:"filter_subjects"`
+	// Kind is "pull" or "push".
+	Kind      string `json:"kind"`
+	Durable   bool   `json:"durable"`
+	AckPolicy string `json:"ack_policy"`
+	// Unprocessed is num_pending: messages matching the filter that were
+	// never delivered.
+	Unprocessed uint64 `json:"unprocessed"`
+	// AckPending is num_ack_pending: delivered, not yet acknowledged.
+	AckPending int `json:"ack_pending"`
+	// MaxAckPending is the consumer's limit; -1 is unlimited.
+	MaxAckPending int `json:"max_ack_pending"`
+	// Redelivered is num_redelivered: messages redelivered at least once
+	// and not yet acknowledged.
+	Redelivered int `json:"redelivered"`
+	// WaitingPulls is num_waiting: pull requests waiting for messages.
+	WaitingPulls int `json:"waiting_pulls"`
+	// DeliveredStreamSeq and DeliveredConsumerSeq are the delivered
+	// cursor: the last stream sequence delivered, and the number of
+	// deliveries (redeliveries included).
+	DeliveredStreamSeq   uint64 `json:"delivered_stream_seq"`
+	DeliveredConsumerSeq uint64 `json:"delivered_consumer_seq"`
+	// AckFloorStreamSeq and AckFloorConsumerSeq: everything at or below
+	// them is acknowledged.
+	AckFloorStreamSeq   uint64 `json:"ack_floor_stream_seq"`
+	AckFloorConsumerSeq uint64 `json:"ack_floor_consumer_seq"`
+	// LastActive is the later of the last delivery and the last ack; nil
+	// when there was neither.
+	LastActive *time.Time `json:"last_active"`
+	// OldestUnprocessedSeq is the stream sequence of the oldest message
+	// not yet delivered (the first one after DeliveredStreamSeq that
+	// matches the filter); 0 when there is none or it was not read.
+	OldestUnprocessedSeq uint64 `json:"oldest_unprocessed_seq"`
+	// LagSeconds is the age of that message when the state was read; 0
+	// when nothing is unprocessed, nil when it could not be read.
+	LagSeconds *float64 `json:"lag_seconds"`
+	// DeadLetters counts the dead-letter advisories (MaxDeliver reached,
+	// or terminated) captured for this consumer by `jetctl dlq setup`;
+	// nil when no capture covers it.
+	DeadLetters *int64 `json:"dead_letters"`
+	Paused      bool   `json:"paused"`
+	// PausedUntil is when a paused consumer resumes; nil when not paused.
+	PausedUntil *time.Time `json:"paused_until"`
+	// PushBound: a push consumer has a subscriber (always false for pull).
+	PushBound bool `json:"push_bound"`
+	// Leader is the server leading the consumer; "" when it has none or
+	// the server did not say.
+	Leader string `json:"leader"`
+	// Health is the one-word health; HealthReason says why, in a line.
+	Health       Health `json:"health"`
+	HealthReason string `json:"health_reason"`
+	// Time is when the server read the state (its clock).
+	Time time.Time `json:"time"`
+
+	// Info is the server's whole answer, for callers that need more than
+	// the fields above (nil for a consumer the server listed as missing).
+	Info *jetstream.ConsumerInfo `json:"-"`
+	// NoLeader is set for a consumer the cluster lists without being able
+	// to read its state (no leader answered).
+	NoLeader bool `json:"-"`
+}
+
+// Key identifies a consumer across polls: "STREAM > CONSUMER".
+func (s *State) Key() string { return s.Stream + " > " + s.Consumer }
+
+// Lag is LagSeconds as a duration, and whether it is known.
+func (s *State) Lag() (time.Duration, bool) {
+	if s.LagSeconds == nil {
+		return 0, false
+	}
+	return time.Duration(*s.LagSeconds * float64(time.Second)), true
+}
+
+// FromInfo builds a State from the server's consumer info. Lag, dead
+// letters and health are filled in later (List does).
+func FromInfo(info *jetstream.ConsumerInfo) *State {
+	cfg := info.Config
+	filters := []string{}
+	if cfg.FilterSubject != "" {
+		filters = append(filters, cfg.FilterSubject)
+	}
+	filters = append(filters, cfg.FilterSubjects...)
+	kind := KindPull
+	if cfg.DeliverSubject != "" {
+		kind = KindPush
+	}
+	s := &State{
+		Stream:               info.Stream,
+		Consumer:             info.Name,
+		FilterSubjects:       filters,
+		Kind:                 kind,
+		Durable:              cfg.Durable != "",
+		AckPolicy:            ackPolicy(cfg.AckPolicy),
+		Unprocessed:          info.NumPending,
+		AckPending:           info.NumAckPending,
+		MaxAckPending:        cfg.MaxAckPending,
+		Redelivered:          info.NumRedelivered,
+		WaitingPulls:         info.NumWaiting,
+		DeliveredStreamSeq:   info.Delivered.Stream,
+		DeliveredConsumerSeq: info.Delivered.Consumer,
+		AckFloorStreamSeq:    info.AckFloor.Stream,
+		AckFloorConsumerSeq:  info.AckFloor.Consumer,
+		LastActive:           later(info.Delivered.Last, info.AckFloor.Last),
+		Paused:               info.Paused,
+		PushBound:            info.PushBound,
+		Time:                 info.TimeStamp,
+		Info:                 info,
+	}
+	if s.Time.IsZero() {
+		s.Time = time.Now()
+	}
+	if info.Paused && cfg.PauseUntil != nil {
+		t := *cfg.PauseUntil
+		s.PausedUntil = &t
+	}
+	if info.Cluster != nil {
+		s.Leader = info.Cluster.Leader
+		// A clustered consumer (it has replicas or a raft group) with no
+		// leader cannot deliver; the server reports such an offline
+		// consumer with its config only.
+		if info.Cluster.Leader == "" && (info.Cluster.RaftGroup != "" || len(info.Cluster.Replicas) > 0) {
+			s.NoLeader = true
+			s.LagSeconds = nil
+		}
+	}
+	if s.Unprocessed == 0 && !s.NoLeader {
+		zero := 0.0
+		s.LagSeconds = &zero
+	}
+	return s
+}
+
+// missingState is a consumer the cluster knows of but whose state no
+// leader reported.
+func missingState(stream, name string, now time.Time) *State {
+	return &State{Stream: stream, Consumer: name, FilterSubjects: []string{}, NoLeader: true, Time: now}
+}
+
+func later(a, b *time.Time) *time.Time {
+	switch {
+	case a == nil && b == nil:
+		return nil
+	case a == nil:
+		t := *b
+		return &t
+	case b == nil || a.After(*b):
+		t := *a
+		return &t
+	}
+	t := *b
+	return &t
+}
+
+func ackPolicy(p jetstream.AckPolicy) string {
+	switch p {
+	case jetstream.AckNonePolicy:
+		return "none"
+	case jetstream.AckAllPolicy:
+		return "all"
+	}
+	return "explicit"
+}
+
+// Classify sets Health and HealthReason from the state, by the first rule
+// that applies (docs/consumer.md lists them):
+//
+//  1. no-leader: the consumer has no leader.
+//  2. stalled: unprocessed or ack-pending messages, and delivery cannot
+//     advance: paused; ack pending at MaxAckPending; a push consumer
+//     without a subscriber; a pull consumer with no waiting pull and no
+//     activity (delivery or ack, or its creation) for t.Inactive.
+//  3. behind: the oldest unprocessed message is at least t.Behind old.
+//  4. dead-letters: dead letters were captured for it.
+//  5. idle: nothing pending, and no worker seen for t.Inactive (no
+//     waiting pull or subscriber, no activity).
+//  6. ok.
+func (s *State) Classify(t Thresholds) {
+	t = t.orDefault()
+	s.Health, s.HealthReason = s.classify(t)
+}
+
+func (s *State) classify(t Thresholds) (Health, string) {
+	if s.NoLeader {
+		return HealthNoLeader, "no server leads this consumer: nothing is delivered or acknowledged"
+	}
+	work := s.Unprocessed > 0 || s.AckPending > 0
+	inactive, since := s.inactiveFor(t.Inactive)
+	noWorker := s.WaitingPulls == 0 && inactive
+	if s.Kind == KindPush {
+		noWorker = !s.PushBound
+	}
+	if work {
+		switch {
+		case s.Paused:
+			if s.PausedUntil != nil {
+				return HealthStalled, fmt.Sprintf("paused until %s", s.PausedUntil.UTC().Format(time.RFC3339))
+			}
+			return HealthStalled, "paused"
+		case s.MaxAckPending > 0 && s.AckPending >= s.MaxAckPending:
+			return HealthStalled, fmt.Sprintf("ack pending at max_ack_pending (%d): nothing more is delivered until acks come", s.MaxAckPending)
+		case s.Kind == KindPush && !s.PushBound:
+			return HealthStalled, "push consumer without a subscriber"
+		case s.Kind == KindPull && noWorker && s.Unprocessed > 0:
+			return HealthStalled, "no worker pulling: no waiting pulls, " + since
+		}
+	}
+	if lag, ok := s.Lag(); s.Unprocessed > 0 && (!ok || lag >= t.Behind) {
+		if !ok {
+			return HealthBehind, fmt.Sprintf("%d unprocessed (age of the oldest unknown)", s.Unprocessed)
+		}
+		return HealthBehind, fmt.Sprintf("oldest unprocessed message is %s old", ShortDuration(lag))
+	}
+	if s.DeadLetters != nil && *s.DeadLetters > 0 {
+		return HealthDeadLetters, fmt.Sprintf("%d dead letters captured", *s.DeadLetters)
+	}
+	if !work && noWorker {
+		if s.Paused {
+			return HealthIdle, "paused, nothing pending"
+		}
+		if s.Kind == KindPush {
+			return HealthIdle, "nothing pending, no subscriber"
+		}
+		return HealthIdle, "nothing pending, no waiting pulls, " + since
+	}
+	return HealthOK, ""
+}
+
+// inactiveFor reports whether the consumer saw no delivery or ack (or was
+// created) within d, and a phrase saying since when.
+func (s *State) inactiveFor(d time.Duration) (bool, string) {
+	last := s.LastActive
+	what := "last active %s ago"
+	if last == nil && s.Info != nil && !s.Info.Created.IsZero() {
+		c := s.Info.Created
+		last = &c
+		what = "never active, created %s ago"
+	}
+	if last == nil {
+		return true, "never active"
+	}
+	age := s.Time.Sub(*last)
+	if age < 0 {
+		age = 0
+	}
+	return age >= d, fmt.Sprintf(what, ShortDuration(age))
+}
+
+// ShortDuration prints d rounded for people: 850ms, 12s, 5m3s, 2h5m, 3d4h.
+func ShortDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour, d < 48*time.Hour:
+		unit := time.Second
+		if d >= time.Hour {
+			unit = time.Minute
+		}
+		str := d.Round(unit).String()
+		if strings.HasSuffix(str, "m0s") {
+			str = strings.TrimSuffix(str, "0s")
+		}
+		return str
+	}
+	days := d / (24 * time.Hour)
+	hours := (d % (24 * time.Hour)).Round(time.Hour) / time.Hour
+	return fmt.Sprintf("%dd%dh", days, hours)
+}

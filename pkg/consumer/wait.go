@@ -1,0 +1,186 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
+)
+
+// WaitConfig names a consumer and the one condition to wait for.
+type WaitConfig struct {
+	Stream   string
+	Consumer string
+	// CaughtUp: everything the stream held matching the consumer's filter
+	// when the wait began has been acknowledged.
+	CaughtUp bool
+	// PendingBelow, when set: unprocessed plus ack pending below it.
+	PendingBelow *uint64
+	// AckFloor, when set: the ack floor's stream sequence at or above it.
+	AckFloor *uint64
+	// MinPoll and MaxPoll bound the polling interval, which starts at
+	// MinPoll and doubles up to MaxPoll (defaults 250ms and 1s).
+	MinPoll, MaxPoll time.Duration
+	// Progress, if set, hears of each state read.
+	Progress func(WaitProgress)
+}
+
+// WaitProgress is what a wait knows after each poll.
+type WaitProgress struct {
+	State *State
+	// Target is the stream sequence --caught-up waits for the ack floor to
+	// reach (0 for other conditions).
+	Target uint64
+}
+
+// WaitResult is the state that met the condition.
+type WaitResult struct {
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
+	// Condition is the condition met, e.g. "caught-up", "pending-below 10".
+	Condition string `json:"condition"`
+	// TargetStreamSeq is the last stream sequence matching the filter
+	// when --caught-up began (0 for other conditions).
+	TargetStreamSeq uint64 `json:"target_stream_seq"`
+	// Polls counts the consumer info requests made.
+	Polls  int    `json:"polls"`
+	Waited string `json:"waited"`
+	State  *State `json:"state"`
+}
+
+// ErrConsumerGone: the consumer was deleted while waiting. It wraps
+// jetstream.ErrConsumerNotFound (exit 3).
+var ErrConsumerGone = fmt.Errorf("%w (deleted while waiting)", jetstream.ErrConsumerNotFound)
+
+// Condition describes cfg's condition, or an error (ErrInvalid) unless
+// exactly one is set.
+func (cfg WaitConfig) Condition() (string, error) {
+	var set []string
+	if cfg.CaughtUp {
+		set = append(set, "caught-up")
+	}
+	if cfg.PendingBelow != nil {
+		set = append(set, fmt.Sprintf("pending-below %d", *cfg.PendingBelow))
+	}
+	if cfg.AckFloor != nil {
+		set = append(set, fmt.Sprintf("ack-floor %d", *cfg.AckFloor))
+	}
+	switch len(set) {
+	case 1:
+		return set[0], nil
+	case 0:
+		return "", fmt.Errorf("%w: give one condition: --caught-up, --pending-below N or --ack-floor SEQ", ErrInvalid)
+	}
+	return "", fmt.Errorf("%w: give one condition, not %d (--caught-up, --pending-below, --ack-floor)", ErrInvalid, len(set))
+}
+
+// Wait polls the consumer's info until the condition holds, and returns
+// the state that met it. It reads only: nothing is consumed or changed.
+// It ends with ctx (the caller's deadline is --wait), with an error
+// wrapping jetstream.ErrStreamNotFound or ErrConsumerNotFound when either
+// does not exist at the start, and ErrConsumerGone when the consumer is
+// deleted while waiting.
+func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitResult, error) {
+	condition, err := cfg.Condition()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MinPoll <= 0 {
+		cfg.MinPoll = 250 * time.Millisecond
+	}
+	if cfg.MaxPoll < cfg.MinPoll {
+		cfg.MaxPoll = max(time.Second, cfg.MinPoll)
+	}
+	start := time.Now()
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
+	}
+	info, err := consumerInfo(ctx, stream, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &WaitResult{Stream: cfg.Stream, Consumer: cfg.Consumer, Condition: condition, Polls: 1}
+	if cfg.CaughtUp {
+		target, err := lastMatching(ctx, js, stream.CachedInfo(), FromInfo(info).FilterSubjects)
+		if err != nil {
+			return nil, err
+		}
+		res.TargetStreamSeq = target
+	}
+	poll := cfg.MinPoll
+	for {
+		s := FromInfo(info)
+		s.Classify(Thresholds{})
+		slog.Debug("consumer wait poll", "stream", cfg.Stream, "consumer", cfg.Consumer, "condition", condition,
+			"ack_floor", s.AckFloorStreamSeq, "target", res.TargetStreamSeq, "unprocessed", s.Unprocessed, "ack_pending", s.AckPending)
+		if cfg.Progress != nil {
+			cfg.Progress(WaitProgress{State: s, Target: res.TargetStreamSeq})
+		}
+		if met(cfg, s, res.TargetStreamSeq) {
+			res.State = s
+			res.Waited = ShortDuration(time.Since(start))
+			return res, nil
+		}
+		if err := jsapi.Sleep(ctx, poll); err != nil {
+			return nil, err
+		}
+		poll = min(poll*2, cfg.MaxPoll)
+		info, err = consumerInfo(ctx, stream, cfg)
+		res.Polls++
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, ErrConsumerGone)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// met reports whether s satisfies cfg's condition.
+func met(cfg WaitConfig, s *State, target uint64) bool {
+	switch {
+	case cfg.CaughtUp:
+		return s.AckFloorStreamSeq >= target || (s.Unprocessed == 0 && s.AckPending == 0)
+	case cfg.PendingBelow != nil:
+		return s.Unprocessed+uint64(s.AckPending) < *cfg.PendingBelow
+	case cfg.AckFloor != nil:
+		return s.AckFloorStreamSeq >= *cfg.AckFloor
+	}
+	return false
+}
+
+func consumerInfo(ctx context.Context, stream jetstream.Stream, cfg WaitConfig) (*jetstream.ConsumerInfo, error) {
+	c, err := stream.Consumer(ctx, cfg.Consumer)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, err)
+	}
+	return c.CachedInfo(), nil
+}
+
+// lastMatching is the last stream sequence whose subject matches one of
+// filters (the stream's last sequence when there are none), 0 when no
+// message matches.
+func lastMatching(ctx context.Context, js jetstream.JetStream, si *jetstream.StreamInfo, filters []string) (uint64, error) {
+	if len(filters) == 0 {
+		return si.State.LastSeq, nil
+	}
+	client := jsapi.New(js)
+	var last uint64
+	for _, f := range filters {
+		m, err := client.MsgGet(ctx, si.Config.Name, jsapi.MsgGetRequest{LastFor: f})
+		if errors.Is(err, jsapi.ErrNoMessage) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, m.Seq)
+	}
+	return last, nil
+}
