@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jetctl/jetctl/cmd/completion"
+	"github.com/jetctl/jetctl/cmd/consumer"
 	"github.com/jetctl/jetctl/cmd/demo"
 	"github.com/jetctl/jetctl/cmd/dlq"
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -103,6 +104,7 @@ else to stderr. Exit codes are the same for every command: see
 	add(groupJetStream, status.NewCmd(f), replay.NewCmd(f), stream.NewCmd(f))
 	add(groupJetStream, kv.NewCmd(f))
 	add(groupJetStream, dlq.NewCmd(f))
+	add(groupJetStream, consumer.NewCmd(f))
 	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f))
 	add(groupServer, server.NewCmd(f), demo.NewCmd(f, runInProcess))
 	root.AddCommand(
