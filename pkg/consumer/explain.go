@@ -231,9 +231,17 @@ func leaderless(err error) bool {
 }
 
 func (e *explainer) noLeader(what string, err error) {
+	reason := strings.TrimPrefix(err.Error(), "nats: ")
+	ev := map[string]any{"asset": what}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		reason = apiErr.Description
+		ev["error_code"] = apiErr.ErrorCode
+	}
+	ev["error"] = reason
 	e.add(FindingNoLeader, SeverityCritical,
-		fmt.Sprintf("the %s has no leader: the cluster did not answer for it (%v); nothing is delivered until a leader is elected", what, strings.TrimPrefix(err.Error(), "nats: ")),
-		"jetctl status", map[string]any{"asset": what, "error": strings.TrimPrefix(err.Error(), "nats: ")})
+		fmt.Sprintf("the %s has no leader: the cluster did not answer for it (%s); nothing is delivered until a leader is elected", what, reason),
+		"jetctl status", ev)
 }
 
 func (e *explainer) command(format string, args ...any) string {

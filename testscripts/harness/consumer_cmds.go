@@ -101,14 +101,21 @@ func cmdPoisonWorker(ts *testscript.TestScript, neg bool, args []string) {
 	fmt.Fprintf(ts.Stdout(), "poison-worker: acked %d, naked %d\n", acked, naked)
 }
 
-// consumer-leader STREAM CONSUMER waits (at most 30 s) until the consumer
-// has a leader and, with "current", until every replica is current.
+// consumer-leader STREAM CONSUMER [current|lagging|none] waits (at most
+// 60 s) until the consumer has a leader and, with current, every replica
+// is current; with lagging, a replica is offline or behind; with none,
+// until the cluster cannot answer for it (no leader): what a cluster
+// script must see before it checks what jetctl reports.
 func cmdConsumerLeader(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 || len(args) > 3 || (len(args) == 3 && args[2] != "current") {
-		ts.Fatalf("usage: consumer-leader STREAM CONSUMER [current]")
+	mode := ""
+	if len(args) == 3 {
+		mode = args[2]
+	}
+	if neg || len(args) < 2 || len(args) > 3 || (mode != "" && mode != "current" && mode != "lagging" && mode != "none") {
+		ts.Fatalf("usage: consumer-leader STREAM CONSUMER [current|lagging|none]")
 	}
 	_, js := jsFor(ts)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -117,22 +124,31 @@ func cmdConsumerLeader(ts *testscript.TestScript, neg bool, args []string) {
 		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 			ts.Fatalf("consumer-leader: %v", err)
 		}
-		if err == nil {
-			ci := cons.CachedInfo()
-			ok := ci.Cluster != nil && ci.Cluster.Leader != ""
-			if ok && len(args) == 3 {
-				for _, r := range ci.Cluster.Replicas {
-					ok = ok && r.Current && !r.Offline
-				}
-			}
-			if ok {
+		if err != nil {
+			if mode == "none" {
 				return
 			}
-			last = fmt.Sprintf("%+v", ci.Cluster)
-		} else {
 			last = err.Error()
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
+		ci := cons.CachedInfo()
+		leader := ci.Cluster != nil && ci.Cluster.Leader != ""
+		current := true
+		if ci.Cluster != nil {
+			for _, r := range ci.Cluster.Replicas {
+				current = current && r.Current && !r.Offline
+			}
+		}
+		switch {
+		case mode == "" && leader,
+			mode == "current" && leader && current,
+			mode == "lagging" && leader && !current,
+			mode == "none" && !leader:
+			return
+		}
+		last = fmt.Sprintf("%+v", ci.Cluster)
 		time.Sleep(100 * time.Millisecond)
 	}
-	ts.Fatalf("consumer-leader: %s > %s not ready after 30s: %s", args[0], args[1], last)
+	ts.Fatalf("consumer-leader: %s > %s: not %q after 60s: %s", args[0], args[1], mode, last)
 }
