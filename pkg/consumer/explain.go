@@ -478,8 +478,9 @@ func (e *explainer) otherConsumers(ctx context.Context) ([]*jetstream.ConsumerIn
 	return out, nil
 }
 
-// filterNoMatch: a filter that no stored message matches; worse, one that
-// no subject of the stream can ever match (a typo).
+// filterNoMatch: a filter that no stored message matches on a consumer
+// that never delivered anything; worse, one that no subject of the stream
+// can ever match (a typo).
 func (e *explainer) filterNoMatch(ctx context.Context) error {
 	for _, f := range e.filters {
 		canMatch := len(e.stream.Config.Subjects) == 0 // sourced or mirrored: unknown
@@ -496,7 +497,10 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 			}
 			stored = seq != 0
 		}
-		if stored || (canMatch && e.stream.State.Msgs == 0) {
+		// A consumer that has delivered may simply have had its messages
+		// removed (a workqueue, limits): only a filter that never matched
+		// anything, or never can, is suspect.
+		if stored || (canMatch && (e.stream.State.Msgs == 0 || e.ci.Delivered.Consumer > 0)) {
 			continue
 		}
 		summary := fmt.Sprintf("filter %s matches none of the %d messages the stream holds", f, e.stream.State.Msgs)
