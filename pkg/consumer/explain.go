@@ -143,7 +143,7 @@ func Explain(ctx context.Context, js jetstream.JetStream, cfg ExplainConfig) (*E
 		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
 	e.stream = st.CachedInfo()
-	ci, err := consumerInfo(ctx, st, cfg.Consumer)
+	ci, err := readConsumer(ctx, st, cfg.Consumer)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, jetstream.ErrConsumerNotFound)
@@ -189,8 +189,8 @@ func Explain(ctx context.Context, js jetstream.JetStream, cfg ExplainConfig) (*E
 	return res, nil
 }
 
-// consumerInfo reads a pull or a push consumer's info.
-func consumerInfo(ctx context.Context, st jetstream.Stream, name string) (*jetstream.ConsumerInfo, error) {
+// readConsumer reads a pull or a push consumer's info.
+func readConsumer(ctx context.Context, st jetstream.Stream, name string) (*jetstream.ConsumerInfo, error) {
 	c, err := st.Consumer(ctx, name)
 	if errors.Is(err, jetstream.ErrNotPullConsumer) {
 		pc, perr := st.PushConsumer(ctx, name)

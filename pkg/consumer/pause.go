@@ -53,7 +53,7 @@ func consumerExists(ctx context.Context, js jetstream.JetStream, stream, consume
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", stream, err)
 	}
-	if _, err := consumerInfo(ctx, st, consumer); err != nil {
+	if _, err := readConsumer(ctx, st, consumer); err != nil {
 		return fmt.Errorf("stream %q: consumer %q: %w", stream, consumer, err)
 	}
 	return nil

@@ -96,7 +96,7 @@ func Rewind(ctx context.Context, js jetstream.JetStream, cfg RewindConfig) (*Rew
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
-	ci, err := consumerInfo(ctx, st, cfg.Consumer)
+	ci, err := readConsumer(ctx, st, cfg.Consumer)
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, err)
 	}
