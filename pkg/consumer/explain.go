@@ -244,10 +244,6 @@ func (e *explainer) noLeader(what string, err error) {
 		"jetctl status", ev)
 }
 
-func (e *explainer) command(format string, args ...any) string {
-	return fmt.Sprintf(format, args...)
-}
-
 // cluster: no leader, or replicas that are offline or behind.
 func (e *explainer) cluster() {
 	cl := e.ci.Cluster
@@ -282,7 +278,7 @@ func (e *explainer) paused() {
 	}
 	e.add(FindingPaused, SeverityWarning,
 		fmt.Sprintf("paused until %s: nothing is delivered, %d messages wait", until, e.ci.NumPending),
-		e.command("jetctl consumer resume %s %s", e.cfg.Stream, e.cfg.Consumer), ev)
+		fmt.Sprintf("jetctl consumer resume %s %s", e.cfg.Stream, e.cfg.Consumer), ev)
 }
 
 func (e *explainer) stalled() {
@@ -293,7 +289,7 @@ func (e *explainer) stalled() {
 	e.add(FindingStalled, SeverityCritical,
 		fmt.Sprintf("stalled: %d messages delivered and not acknowledged, the MaxAckPending limit; the server delivers nothing more until workers ack, nak or term them or AckWait (%s) expires",
 			e.ci.NumAckPending, e.ci.Config.AckWait),
-		e.command("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, e.ci.AckFloor.Stream+1, e.ci.Delivered.Stream),
+		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, e.ci.AckFloor.Stream+1, e.ci.Delivered.Stream),
 		map[string]any{"ack_pending": e.ci.NumAckPending, "max_ack_pending": max, "num_pending": e.ci.NumPending,
 			"ack_floor_stream_seq": e.ci.AckFloor.Stream, "delivered_stream_seq": e.ci.Delivered.Stream, "ack_wait_seconds": e.ci.Config.AckWait.Seconds()})
 }
@@ -304,7 +300,7 @@ func (e *explainer) pushNoSubscriber() {
 	}
 	e.add(FindingPushNoSubscriber, SeverityWarning,
 		fmt.Sprintf("push consumer with no subscriber on %s: %d messages wait for one", e.ci.Config.DeliverSubject, e.ci.NumPending),
-		e.command("nats sub '%s'", e.ci.Config.DeliverSubject),
+		fmt.Sprintf("nats sub '%s'", e.ci.Config.DeliverSubject),
 		map[string]any{"deliver_subject": e.ci.Config.DeliverSubject, "push_bound": false, "num_pending": e.ci.NumPending})
 }
 
@@ -360,7 +356,7 @@ func (e *explainer) poison(ctx context.Context) error {
 	}
 	e.add(FindingPoison, SeverityCritical,
 		fmt.Sprintf("poison message: seq %d (%s) holds the ack floor; at least %d redeliveries since the floor last moved", seq, subject, redeliveries),
-		e.command("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, seq, seq),
+		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, seq, seq),
 		map[string]any{"stream_seq": seq, "subject": subject, "redeliveries_since_ack_floor": redeliveries,
 			"num_redelivered": e.ci.NumRedelivered, "ack_pending": e.ci.NumAckPending,
 			"ack_floor_stream_seq": e.ci.AckFloor.Stream, "max_deliver": e.ci.Config.MaxDeliver})
@@ -374,7 +370,7 @@ func (e *explainer) maxDeliverUnlimited() {
 	}
 	e.add(FindingMaxDeliverNone, SeverityWarning,
 		fmt.Sprintf("MaxDeliver is unlimited while redeliveries climb (%d since the ack floor): a message that always fails is retried forever; set max_deliver and capture dead letters", redeliveries),
-		e.command("jetctl dlq setup --stream %s --consumer %s", e.cfg.Stream, e.cfg.Consumer),
+		fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s", e.cfg.Stream, e.cfg.Consumer),
 		map[string]any{"max_deliver": e.ci.Config.MaxDeliver, "num_redelivered": e.ci.NumRedelivered, "redeliveries_since_ack_floor": redeliveries})
 }
 
@@ -436,9 +432,9 @@ func (e *explainer) maxDeliverReached(ctx context.Context) error {
 		countText, verb = "at least "+countText, "are"
 	}
 	retention := strings.ToLower(ret.String())
-	cmd := e.command("jetctl dlq setup --stream %s --consumer %s && jetctl dlq sweep --stream %s --scan", e.cfg.Stream, e.cfg.Consumer, e.cfg.Stream)
+	cmd := fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s && jetctl dlq sweep --stream %s --scan", e.cfg.Stream, e.cfg.Consumer, e.cfg.Stream)
 	if _, err := dlq.Resolve(ctx, e.js, e.cfg.Stream); err == nil {
-		cmd = e.command("jetctl dlq sweep --stream %s --scan", e.cfg.Stream)
+		cmd = fmt.Sprintf("jetctl dlq sweep --stream %s --scan", e.cfg.Stream)
 	}
 	e.add(FindingMaxDeliverReached, SeverityWarning,
 		fmt.Sprintf("%s (%d) %s still stored in this %s stream, the first seq %d (%s): nobody will process them",
@@ -508,7 +504,7 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 			summary = fmt.Sprintf("filter %s can never match: the stream takes only %s", f, strings.Join(e.stream.Config.Subjects, ", "))
 		}
 		e.add(FindingFilterNoMatch, SeverityWarning, summary,
-			e.command("jetctl replay %s --last 20 --jq .subject", e.cfg.Stream),
+			fmt.Sprintf("jetctl replay %s --last 20 --jq .subject", e.cfg.Stream),
 			map[string]any{"filter": f, "stream_subjects": e.stream.Config.Subjects, "stream_msgs": e.stream.State.Msgs, "can_match": canMatch})
 	}
 	return nil
@@ -550,7 +546,7 @@ func (e *explainer) noWorker() {
 	ev["last_delivered"] = last
 	e.add(FindingNoWorker, SeverityWarning,
 		fmt.Sprintf("no worker is pulling: %d messages wait, no pull request is waiting, last delivery %s", e.ci.NumPending, last),
-		e.command("jetctl consumer wait %s %s --caught-up --wait 10m", e.cfg.Stream, e.cfg.Consumer), ev)
+		fmt.Sprintf("jetctl consumer wait %s %s --caught-up --wait 10m", e.cfg.Stream, e.cfg.Consumer), ev)
 }
 
 // skippedBacklog: a deliver policy that started after messages the stream
@@ -589,7 +585,7 @@ func (e *explainer) skippedBacklog(ctx context.Context) error {
 	}
 	e.add(FindingSkippedBacklog, SeverityInfo,
 		fmt.Sprintf("deliver policy %s skipped the backlog: the stream holds matching messages from seq %d, the consumer started at seq %d", p, first, startSeq),
-		e.command("jetctl consumer rewind %s %s --to-start --dry-run", e.cfg.Stream, e.cfg.Consumer),
+		fmt.Sprintf("jetctl consumer rewind %s %s --to-start --dry-run", e.cfg.Stream, e.cfg.Consumer),
 		map[string]any{"deliver_policy": p.String(), "first_matching_seq": first, "start_seq": startSeq, "stream_first_seq": e.stream.State.FirstSeq})
 	return nil
 }
@@ -619,7 +615,7 @@ func (e *explainer) interestHeld(ctx context.Context) error {
 	}
 	e.add(FindingInterestHeld, SeverityInfo,
 		fmt.Sprintf("the interest stream keeps seqs %d..%d for this consumer alone: every other consumer has acknowledged them", first, to),
-		e.command("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, first, to),
+		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, first, to),
 		map[string]any{"ack_floor_stream_seq": e.ci.AckFloor.Stream, "other_consumers": len(others), "others_min_ack_floor": minOther,
 			"held_from_seq": first, "held_to_seq": to})
 	return nil
