@@ -1,5 +1,6 @@
 // Package consumer implements `jetctl consumer`: the delivery state
-// machines of JetStream consumers, listed, watched and waited for.
+// machines of JetStream consumers, listed, watched, waited for, diagnosed,
+// rewound, paused and resumed.
 package consumer
 
 import (
@@ -24,25 +25,35 @@ import (
 func NewCmd(f *factory.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "consumer",
-		Short: "see and wait for consumers: positions, lag, health",
+		Short: "see, explain, wait for, rewind, pause and resume consumers",
 		Long: `A consumer is a delivery state machine: a delivered cursor, an ack floor,
 unprocessed messages, messages delivered and not yet acknowledged (against
-MaxAckPending), redeliveries and waiting pulls. jetctl consumer shows them:
+MaxAckPending), redeliveries and waiting pulls. jetctl consumer shows and
+moves them:
 
-  ls     one row per consumer, with the lag in time and a one-word health
-  watch  the same, live, with rates between polls
-  wait   wait until a consumer has caught up (for CI and runbooks)
+  ls       one row per consumer, with the lag in time and a one-word health
+  watch    the same, live, with rates between polls
+  wait     wait until a consumer has caught up (for CI and runbooks)
+  explain  named findings with their evidence and the command that helps
+  rewind   deliver again from a sequence, a time or the stream's start
+  pause    stop deliveries until a time; resume starts them again
 
-Nothing here consumes, acknowledges or changes anything. See
-docs/consumer.md for the health rules and the JSON fields.`,
+ls, watch, wait and explain consume, acknowledge and change nothing.
+rewind needs --yes when not run in a terminal, and has --dry-run.
+See docs/consumer.md for the health rules, every finding and the JSON
+fields.`,
 		Example: `  jetctl consumer ls
   jetctl consumer ls ORDERS --sort lag
   jetctl consumer watch ORDERS
-  jetctl consumer wait ORDERS billing --caught-up --wait 5m`,
+  jetctl consumer wait ORDERS billing --caught-up --wait 5m
+  jetctl consumer explain ORDERS billing --exit-code -o json
+  jetctl consumer rewind ORDERS projector --to-start --dry-run
+  jetctl consumer pause ORDERS billing --for 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdLs(f), newCmdWatch(f), newCmdWait(f))
+	cmd.AddCommand(newCmdLs(f), newCmdWatch(f), newCmdWait(f),
+		newCmdExplain(f), newCmdRewind(f), newCmdPause(f), newCmdResume(f))
 	return cmd
 }
 

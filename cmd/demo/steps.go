@@ -12,7 +12,7 @@ import (
 // Steps is the demo, in order. A capability adds its steps here, next to
 // the steps whose data it uses.
 func Steps() []Step {
-	return []Step{
+	return append([]Step{
 		{
 			Title: "Create the ORDERS stream, its consumers and the config bucket from examples/orders.yaml",
 			Args:  []string{"apply", "-f", "examples/orders.yaml", "--yes"},
@@ -86,7 +86,7 @@ func Steps() []Step {
 			Title: "The fixed billing worker charges the redriven orders",
 			Do:    func(ctx context.Context, env *Env) (string, error) { return billingWorker(ctx, env.JS, 0) },
 		},
-	}
+	}, consumerSteps()...)
 }
 
 // billingWorker stands for the billing service: it charges paid orders

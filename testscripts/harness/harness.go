@@ -85,6 +85,10 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"worker":          cmdWorker,
 		"wait-file":       cmdWaitFile,
 		"interrupt-busy":  cmdInterruptBusy,
+		"consumer-json":   cmdConsumerJSON,
+		"consumer-next":   cmdConsumerNext,
+		"poison-worker":   cmdPoisonWorker,
+		"consumer-leader": cmdConsumerLeader,
 	}
 }
 

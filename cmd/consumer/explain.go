@@ -1,0 +1,154 @@
+package consumer
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/dustin/go-humanize/english"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+type explainOptions struct {
+	exitCode bool
+	idle     string
+}
+
+func newCmdExplain(f *factory.Factory) *cobra.Command {
+	o := &explainOptions{}
+	cmd := &cobra.Command{
+		Use:   "explain STREAM CONSUMER",
+		Short: "say what is wrong with a consumer, with the evidence and the command that helps",
+		Long: `Diagnose a consumer: read its state and its stream's, and name what is
+wrong. Each finding has a stable id, a severity (info, warning, critical),
+the evidence read from the server, and the command that fixes or
+investigates it:
+
+  stalled-max-ack-pending        ack pending has reached MaxAckPending
+  no-worker-pulling              messages wait, nobody pulls
+  poison-message                 the message after the ack floor is redelivered again and again
+  max-deliver-exceeded           messages past MaxDeliver still in a workqueue/interest stream
+  max-deliver-unlimited          MaxDeliver unlimited while redeliveries climb
+  filter-matches-nothing         a filter no stored message matches (a typo?)
+  deliver-policy-skipped-backlog the deliver policy started after older messages
+  push-no-subscriber             a push consumer nobody subscribes to
+  paused                         the consumer is paused
+  no-leader                      the cluster has no leader for the consumer or its stream
+  replica-lagging                a replica is offline or behind
+  interest-held-only-here        an interest stream keeps messages for this consumer alone
+
+A healthy consumer gets one line. It only reads: nothing is consumed,
+acknowledged or changed. --exit-code exits 8 when a finding at warning or
+above is present (as kv diff --exit-code does), so it can gate a deploy.
+-o json lists the findings ([] when there are none).`,
+		Example: `  jetctl consumer explain ORDERS billing
+  jetctl consumer explain ORDERS billing --exit-code
+  jetctl consumer explain ORDERS billing -o json --jq '.[].id'`,
+		Args:              streamConsumerArgs,
+		ValidArgsFunction: completeStreamConsumer(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExplain(cmd.Context(), f, o, args[0], args[1])
+		},
+	}
+	cmd.Flags().BoolVar(&o.exitCode, "exit-code", false, "exit 8 when a finding at warning or above is present, 0 otherwise")
+	cmd.Flags().StringVar(&o.idle, "idle", "1m", "a pull consumer with messages waiting and no delivery for this long has no worker")
+	return cmd
+}
+
+func runExplain(ctx context.Context, f *factory.Factory, o *explainOptions, stream, consumer string) error {
+	idle, err := units.ParseDuration(o.idle)
+	if err != nil || idle <= 0 {
+		return exitcode.UsageErrorf("invalid --idle %q: use a duration such as 30s or 5m", o.idle)
+	}
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := pkgconsumer.Explain(ctx, js, pkgconsumer.ExplainConfig{Stream: stream, Consumer: consumer, IdleAfter: idle})
+	if err != nil {
+		return mapTargetErr(err)
+	}
+	if p.Format == "jsonl" {
+		for _, finding := range res.Findings {
+			if err := p.Item(finding); err != nil {
+				return err
+			}
+		}
+	} else if p.Format == "table" && f.Output.JQ == "" {
+		w := bufio.NewWriter(f.IO.Out)
+		writeExplanation(w, res)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	} else if err := p.Print(res.Findings, nil); err != nil {
+		return err
+	}
+	if o.exitCode && !res.Healthy() {
+		return exitcode.Silent(exitcode.Changes)
+	}
+	return nil
+}
+
+// writeExplanation renders a diagnosis for people: one line when healthy,
+// otherwise each finding with its evidence and the command that helps.
+func writeExplanation(w io.Writer, res *pkgconsumer.Explanation) {
+	name := output.Escape(res.Stream + " > " + res.Consumer)
+	if len(res.Findings) == 0 {
+		ci := res.Info
+		fmt.Fprintf(w, "%s: healthy: %d unprocessed, %d ack pending, %d redelivered, ack floor at seq %d\n",
+			name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.AckFloor.Stream)
+		return
+	}
+	counts := map[pkgconsumer.Severity]int{}
+	for _, fd := range res.Findings {
+		counts[fd.Severity]++
+	}
+	var parts []string
+	for _, s := range []pkgconsumer.Severity{pkgconsumer.SeverityCritical, pkgconsumer.SeverityWarning, pkgconsumer.SeverityInfo} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	verdict := "needs attention"
+	if res.Healthy() {
+		verdict = "healthy, with notes"
+	}
+	fmt.Fprintf(w, "%s: %s: %s (%s)\n", name, verdict, english.Plural(len(res.Findings), "finding", "findings"), strings.Join(parts, ", "))
+	for _, fd := range res.Findings {
+		fmt.Fprintf(w, "\n%-8s  %s\n", strings.ToUpper(string(fd.Severity)), fd.ID)
+		fmt.Fprintf(w, "  %s\n", output.Escape(fd.Summary))
+		fmt.Fprintf(w, "  evidence: %s\n", output.Escape(evidenceText(fd.Evidence)))
+		fmt.Fprintf(w, "  try:      %s\n", output.Escape(fd.Command))
+	}
+}
+
+// evidenceText is key=value pairs, keys sorted.
+func evidenceText(ev map[string]any) string {
+	keys := make([]string, 0, len(ev))
+	for k := range ev {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := ev[k]
+		if s, ok := v.([]string); ok {
+			v = strings.Join(s, ",")
+		}
+		parts[i] = fmt.Sprintf("%s=%v", k, v)
+	}
+	return strings.Join(parts, " ")
+}

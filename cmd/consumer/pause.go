@@ -1,0 +1,133 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+// pauseIndefinitely is how far ahead "until resumed" is: the pause API
+// takes a time.
+const pauseIndefinitely = 100 * 365 * 24 * time.Hour
+
+type pauseOptions struct {
+	until string
+	dur   string
+}
+
+func newCmdPause(f *factory.Factory) *cobra.Command {
+	o := &pauseOptions{}
+	cmd := &cobra.Command{
+		Use:   "pause STREAM CONSUMER [--until T | --for D]",
+		Short: "stop a consumer's deliveries until a time, or until resumed",
+		Long: `Pause a consumer with the server's pause API: the server delivers nothing
+from it until the time given (--until, RFC 3339, or --for a duration from
+now), or, with neither, until "jetctl consumer resume". Messages keep
+arriving in the stream, and acks for messages already delivered still
+count. consumer explain reports a paused consumer.`,
+		Example: `  jetctl consumer pause ORDERS billing --for 30m
+  jetctl consumer pause ORDERS billing --until 2026-11-30T06:00:00Z
+  jetctl consumer resume ORDERS billing`,
+		Args:              streamConsumerArgs,
+		ValidArgsFunction: completeStreamConsumer(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPause(cmd.Context(), f, o, args[0], args[1], time.Now())
+		},
+	}
+	cmd.Flags().StringVar(&o.until, "until", "", "pause until this time (RFC 3339)")
+	cmd.Flags().StringVar(&o.dur, "for", "", "pause for this long (e.g. 30m, 2h, 1d)")
+	return cmd
+}
+
+func newCmdResume(f *factory.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume STREAM CONSUMER",
+		Short: "let a paused consumer deliver again",
+		Long: `Resume a paused consumer at once. Resuming a consumer that is not paused
+changes nothing.`,
+		Example:           `  jetctl consumer resume ORDERS billing`,
+		Args:              streamConsumerArgs,
+		ValidArgsFunction: completeStreamConsumer(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := f.Printer("table")
+			if err != nil {
+				return err
+			}
+			js, err := f.JetStream(cmd.Context())
+			if err != nil {
+				return err
+			}
+			st, err := pkgconsumer.Resume(cmd.Context(), js, args[0], args[1])
+			if err != nil {
+				return mapTargetErr(err)
+			}
+			return printPause(f, p.Format, st, func() error { return p.Print(st, nil) })
+		},
+	}
+}
+
+// pauseUntil reads --until or --for, before anything is contacted.
+func (o *pauseOptions) pauseUntil(now time.Time) (time.Time, error) {
+	switch {
+	case o.until != "" && o.dur != "":
+		return time.Time{}, exitcode.UsageErrorf("--until and --for exclude each other")
+	case o.until != "":
+		t, err := time.Parse(time.RFC3339Nano, o.until)
+		if err != nil {
+			return time.Time{}, exitcode.UsageErrorf("invalid --until %q: use an RFC 3339 time such as 2026-11-30T06:00:00Z", o.until)
+		}
+		if !t.After(now) {
+			return time.Time{}, exitcode.UsageErrorf("--until %s is not in the future", o.until)
+		}
+		return t, nil
+	case o.dur != "":
+		d, err := units.ParseDuration(o.dur)
+		if err != nil || d <= 0 {
+			return time.Time{}, exitcode.UsageErrorf("invalid --for %q: use a duration such as 30m, 2h or 1d", o.dur)
+		}
+		return now.Add(d), nil
+	}
+	return now.Add(pauseIndefinitely), nil
+}
+
+func runPause(ctx context.Context, f *factory.Factory, o *pauseOptions, stream, consumer string, now time.Time) error {
+	until, err := o.pauseUntil(now)
+	if err != nil {
+		return err
+	}
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := pkgconsumer.Pause(ctx, js, stream, consumer, until)
+	if err != nil {
+		return mapTargetErr(err)
+	}
+	return printPause(f, p.Format, st, func() error { return p.Print(st, nil) })
+}
+
+func printPause(f *factory.Factory, format string, st *pkgconsumer.PauseState, print func() error) error {
+	if format != "table" || f.Output.JQ != "" {
+		return print()
+	}
+	switch {
+	case !st.Paused:
+		fmt.Fprintf(f.IO.Out, "%s > %s is not paused: it delivers\n", st.Stream, st.Consumer)
+	case time.Until(*st.PauseUntil) > pauseIndefinitely/10*9:
+		fmt.Fprintf(f.IO.Out, "%s > %s paused until resumed (jetctl consumer resume %s %s)\n", st.Stream, st.Consumer, st.Stream, st.Consumer)
+	default:
+		fmt.Fprintf(f.IO.Out, "%s > %s paused until %s\n", st.Stream, st.Consumer, st.PauseUntil.Format(time.RFC3339))
+	}
+	return nil
+}
