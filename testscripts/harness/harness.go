@@ -271,7 +271,9 @@ func cmdPub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		subject := strings.ReplaceAll(args[0], "{i}", strconv.Itoa(i))
 		msg := &nats.Msg{Subject: subject, Header: hdr, Data: data}
-		f, err := js.PublishMsgAsync(msg)
+		// A loaded machine acknowledges slowly: wait while the client holds
+		// its maximum of unacknowledged messages, rather than fail.
+		f, err := js.PublishMsgAsync(msg, jetstream.WithStallWait(30*time.Second))
 		ts.Check(err)
 		futures = append(futures, f)
 	}
