@@ -324,7 +324,18 @@ func (c *Cluster) Restart(i int) error {
 		c.mu.Unlock()
 		return fmt.Errorf("node %d is running", i)
 	}
-	err := c.startNode(n)
+	// The old port can be held for a moment by another socket: a client
+	// reconnecting to it while nothing listened can end up connected to
+	// itself (same source and destination port on loopback) until it gives
+	// up. Try again for a while rather than fail the restart.
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = c.startNode(n)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || attempt == 40 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,33 @@ func TestClusterStartsAgainWhenARoutePortIsTaken(t *testing.T) {
 	}
 	if len(c.Servers()) != 3 {
 		t.Errorf("%d servers running, want 3", len(c.Servers()))
+	}
+}
+
+// A node restarted while another socket still holds its port starts once
+// the port is free again.
+func TestRestartWaitsForItsPort(t *testing.T) {
+	c, err := Start(Config{StoreDir: t.TempDir(), ReadyTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	port := c.nodes[0].opts.Port
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(time.Second)
+		holder.Close()
+	}()
+	if err := c.Restart(0); err != nil {
+		t.Fatalf("Restart while the port was held for a second: %v", err)
+	}
+	if got := c.nodes[0].opts.Port; got != port {
+		t.Errorf("restarted on port %d, want %d", got, port)
 	}
 }
