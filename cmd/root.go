@@ -87,6 +87,11 @@ else to stderr. Exit codes are the same for every command: see
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// The typed flag values of cmd/factory say in full what is wrong.
+		var coded *exitcode.Error
+		if errors.As(err, &coded) {
+			return coded
+		}
 		return &exitcode.Error{Code: exitcode.Usage, Err: fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	f.BindFlags(root.PersistentFlags())

@@ -17,7 +17,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // NewCmd returns `jetctl dlq`.
@@ -49,18 +48,6 @@ See docs/dlq.md for the headers and the guarantees.`,
 	}
 	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f), newCmdUnlock(f))
 	return cmd
-}
-
-// parseRate reads --rate: "500", "500/s", "30/m"; empty is no limit.
-func parseRate(s string) (float64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	r, err := units.ParseRate(s)
-	if err != nil {
-		return 0, exitcode.UsageErrorf("invalid --rate %q: use e.g. 50/s", s)
-	}
-	return r, nil
 }
 
 // openDestructive asks for confirmation (unless a dry run), connects and

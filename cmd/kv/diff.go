@@ -28,7 +28,8 @@ const diffValueWidth = 120
 // diffFlags are `kv diff`'s flags as given.
 type diffFlags struct {
 	fromRev, toRev                         uint64
-	since, at, to                          string
+	since                                  time.Duration
+	at, to                                 time.Time
 	keys                                   []string
 	against, againstServer, againstContext string
 	exitCode, noProgress                   bool
@@ -127,9 +128,9 @@ errors stay 1 (or 2, 3).`,
 	fs := c.Flags()
 	fs.Uint64Var(&fl.fromRev, "from-rev", 0, "older revision of KEY (default: the one before --to-rev)")
 	fs.Uint64Var(&fl.toRev, "to-rev", 0, "newer revision of KEY (default: the latest)")
-	fs.StringVar(&fl.since, "since", "", "compare the bucket as it was this long ago (90s, 30m, 7d) with now")
-	fs.StringVar(&fl.at, "at", "", "compare the bucket as it was at this RFC 3339 time with now")
-	fs.StringVar(&fl.to, "to", "", "with --since or --at: compare with this RFC 3339 time instead of now")
+	factory.DurationVar(fs, &fl.since, "since", 0, "compare the bucket as it was this long ago (90s, 30m, 7d) with now").Positive()
+	factory.TimeVar(fs, &fl.at, "at", "compare the bucket as it was at this RFC 3339 time with now")
+	factory.TimeVar(fs, &fl.to, "to", "with --since or --at: compare with this RFC 3339 time instead of now")
 	fs.StringArrayVar(&fl.keys, "key", nil, "with --since, --at or --against: only keys matching this pattern (repeatable)")
 	fs.StringVar(&fl.against, "against", "", "compare with this bucket's current state")
 	fs.StringVar(&fl.againstServer, "against-server", "", "with --against: the other bucket is on this server")
@@ -164,7 +165,7 @@ func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) 
 	conflict := func(a, b string) error {
 		return exitcode.UsageErrorf("%s and %s cannot be used together", a, b)
 	}
-	if fl.since != "" && fl.at != "" {
+	if fl.since != 0 && !fl.at.IsZero() {
 		return nil, conflict("--since", "--at")
 	}
 	if fl.againstServer != "" && fl.againstContext != "" {
@@ -173,7 +174,7 @@ func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) 
 	if f := changed("against-server", "against-context"); f != "" && fl.against == "" {
 		return nil, exitcode.UsageErrorf("%s needs --against BUCKET", f)
 	}
-	if fl.to != "" && timeFlag == "" {
+	if !fl.to.IsZero() && timeFlag == "" {
 		return nil, exitcode.UsageErrorf("--to needs --since or --at")
 	}
 
@@ -209,26 +210,14 @@ func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) 
 		}
 		cfg := &kv.TimeDiffConfig{Bucket: bucket, Keys: keys}
 		now := time.Now()
-		if fl.since != "" {
-			d, err := parseDuration("since", fl.since)
-			if err != nil {
-				return nil, err
-			}
-			cfg.From = now.Add(-d)
+		if fl.since != 0 {
+			cfg.From = now.Add(-fl.since)
 		} else {
-			t, err := parseTime("at", fl.at)
-			if err != nil {
-				return nil, err
-			}
-			cfg.From = t
+			cfg.From = fl.at
 		}
-		if fl.to != "" {
-			t, err := parseTime("to", fl.to)
-			if err != nil {
-				return nil, err
-			}
+		if t := fl.to; !t.IsZero() {
 			if !t.After(cfg.From) {
-				return nil, exitcode.UsageErrorf("--to %s is not after %s", fl.to, cfg.From.UTC().Format(time.RFC3339))
+				return nil, exitcode.UsageErrorf("--to %s is not after %s", t.Format(time.RFC3339Nano), cfg.From.UTC().Format(time.RFC3339))
 			}
 			cfg.To = t
 		}

@@ -19,7 +19,8 @@ import (
 // tailFlags are `kv tail`'s flags as given.
 type tailFlags struct {
 	history, updatesOnly, deletes bool
-	since, filter, wait           string
+	filter                        string
+	since, wait                   time.Duration
 	fromRev                       uint64
 	count                         int
 }
@@ -110,13 +111,13 @@ none did.`,
 	}
 	fs := c.Flags()
 	fs.BoolVar(&fl.history, "history", false, "start from every revision the bucket keeps")
-	fs.StringVar(&fl.since, "since", "", "start from the revisions of this last period (90s, 30m, 7d)")
+	factory.DurationVar(fs, &fl.since, "since", 0, "start from the revisions of this last period (90s, 30m, 7d)").Positive()
 	fs.Uint64Var(&fl.fromRev, "from-rev", 0, "start from this revision")
 	fs.BoolVar(&fl.updatesOnly, "updates-only", false, "skip the current values: only revisions written from now on")
 	fs.BoolVar(&fl.deletes, "deletes", false, "include DEL and PURGE revisions")
 	fs.StringVar(&fl.filter, "filter", "", "keep revisions for which this jq program is true")
 	fs.IntVar(&fl.count, "count", 0, "exit 0 after this many matches")
-	fs.StringVar(&fl.wait, "wait", "", "give up after this long with exit 5 (90s, 5m, 1d); without --count, stop then, exit 0 if anything matched")
+	factory.DurationVar(fs, &fl.wait, "wait", 0, "give up after this long with exit 5 (90s, 5m, 1d); without --count, stop then, exit 0 if anything matched").Positive()
 	return c
 }
 
@@ -133,12 +134,8 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 	if fl.history {
 		starts, cfg.Start = append(starts, "--history"), kv.StartHistory
 	}
-	if fl.since != "" {
-		d, err := parseDuration("since", fl.since)
-		if err != nil {
-			return cfg, 0, err
-		}
-		starts, cfg.Start, cfg.Since = append(starts, "--since"), kv.StartTime, time.Now().Add(-d)
+	if fl.since > 0 {
+		starts, cfg.Start, cfg.Since = append(starts, "--since"), kv.StartTime, time.Now().Add(-fl.since)
 	}
 	if fl.fromRev > 0 {
 		starts, cfg.Start, cfg.FromRev = append(starts, "--from-rev"), kv.StartRevision, fl.fromRev
@@ -152,14 +149,7 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 	if fl.count < 0 {
 		return cfg, 0, exitcode.UsageErrorf("invalid --count %d: must be positive", fl.count)
 	}
-	var wait time.Duration
-	if fl.wait != "" {
-		d, err := parseDuration("wait", fl.wait)
-		if err != nil {
-			return cfg, 0, err
-		}
-		wait = d
-	}
+	wait := fl.wait
 	// A program that fails on a revision does not match it: buckets mix
 	// JSON and text, and a tail waiting for one key's state must not die on
 	// another's value. The first failure is reported with its revision.

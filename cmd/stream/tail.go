@@ -64,7 +64,7 @@ event shows up".`,
 	fl.StringVar(&o.filter, "filter", "", "jq program: keep messages for which it is true")
 	fl.BoolVar(&o.raw, "raw", false, "print payloads only, one a line")
 	fl.Uint64Var(&o.count, "count", 0, "stop with exit 0 after this many matching messages")
-	fl.DurationVar(&o.wait, "wait", 0, "give up with exit 5 after this long")
+	factory.DurationVar(fl, &o.wait, "wait", 0, "give up with exit 5 after this long (90s, 5m, 7d)")
 	return cmd
 }
 
@@ -72,9 +72,6 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	cfg, err := o.rng.Config(stream)
 	if err != nil {
 		return err
-	}
-	if o.wait < 0 {
-		return exitcode.UsageErrorf("--wait must be positive")
 	}
 	skips := cmdreplay.NewSkips(f.IO.ErrOut)
 	filter, err := cmdreplay.MessageFilter(ctx, o.filter, skips)
