@@ -90,21 +90,6 @@ func confirmDestructive(f *factory.Factory, yes bool, what string) error {
 	return nil
 }
 
-// mapErr gives pkg/dlq's typed errors their exit codes.
-func mapErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, pkgdlq.ErrNotSetUp), errors.Is(err, pkgdlq.ErrNoSuchEntry):
-		return exitcode.New(exitcode.NotFound, err)
-	case errors.Is(err, pkgdlq.ErrInvalid):
-		return exitcode.New(exitcode.Usage, err)
-	case errors.Is(err, pkgdlq.ErrLocked), errors.Is(err, pkgdlq.ErrLeaseLost):
-		return exitcode.New(exitcode.Failure, err)
-	}
-	return err
-}
-
 // filterFlag compiles --filter for DLQ entries.
 func filterFlag(f *factory.Factory, expr string) (func(pkgdlq.Entry) bool, error) {
 	pred, err := output.CompilePredicate(expr, output.WarnOnce(f.IO.ErrOut))

@@ -82,7 +82,7 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 	}
 	streams, err := pkgdlq.DLQStreams(ctx, js, o.stream, o.dlqStream)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	entries := []pkgdlq.Entry{}
 	for _, s := range streams {
@@ -90,7 +90,7 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 			entries = append(entries, e)
 			return nil
 		}); err != nil {
-			return mapErr(err)
+			return err
 		}
 	}
 	if !listRecords {

@@ -117,7 +117,7 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 		err = perr
 	}
 	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s %s (%s) in %.2fs\n", stream, verb, plural(n, "message", "messages"), humanize.IBytes(uint64(bytes)), sum.Seconds)
-	return mapErr(err)
+	return err
 }
 
 // purgeSummary is what purge prints with --summary -o json.

@@ -123,7 +123,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	})
 	bar.Finish()
 	if sum == nil {
-		return mapErr(err)
+		return err
 	}
 	if err == nil && sum.Selected == 0 {
 		// One line for a consumer that does not exist, not a summary of nothing.
@@ -162,7 +162,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %d selected, %d %s (%s), %d refused, %d failed in %.2fs, %s msgs/s\n",
 		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), sum.Refused, sum.Failed, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	if printErr != nil {
 		return printErr

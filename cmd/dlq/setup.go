@@ -71,7 +71,7 @@ state; on a limits stream they cannot be told apart from processed ones
 			}
 			res, err := pkgdlq.Setup(cmd.Context(), js, cfg)
 			if err != nil {
-				return mapErr(err)
+				return err
 			}
 			if err := p.Print(res, func() []output.Table {
 				t := output.Table{Header: []string{"kind", "name", "action", "detail"}}
@@ -140,7 +140,7 @@ func (o *setupOptions) config() (pkgdlq.SetupConfig, error) {
 		return cfg, err
 	}
 	if err := pkgdlq.ValidateSetup(cfg); err != nil {
-		return cfg, mapErr(err)
+		return cfg, err
 	}
 	if o.replicas < 0 || o.replicas > 5 {
 		return cfg, exitcode.UsageErrorf("--replicas must be between 1 and 5")

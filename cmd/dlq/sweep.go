@@ -147,7 +147,7 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	sum, err := pkgdlq.Sweep(ctx, js, cfg)
 	bar.Finish()
 	if sum == nil {
-		return mapErr(err)
+		return err
 	}
 	switch {
 	case listRecords && p.Format != "jsonl":
@@ -174,7 +174,7 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	}
 	printSweepSummary(f, o, sum)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	if printErr != nil {
 		return printErr

@@ -126,7 +126,7 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 			}
 		}
 		if err := pkgdlq.Unlock(ctx, js, lease); err != nil {
-			return mapErr(err)
+			return err
 		}
 		rec.Action = "unlocked"
 	}

@@ -155,5 +155,3 @@ func validSubjectFilter(s string) error {
 	}
 	return nil
 }
-
-func errorsIsUnsupported(err error) bool { return errors.Is(err, replay.ErrUnsupported) }

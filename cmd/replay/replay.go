@@ -249,7 +249,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	} else {
 		r, err := replay.Resolve(ctx, js, cfg)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
 		if cp != nil {
 			if r, err = replay.Resume(r, cp); err != nil {
@@ -297,7 +297,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		return exitcode.New(exitcode.Partial, fmt.Errorf("stopped: %w", err))
 	}
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	if len(sum.Failed) > 0 {
 		return exitcode.Silent(exitcode.Partial)
@@ -338,13 +338,6 @@ func openDump(ctx context.Context, path string) (*os.File, error) {
 		return nil, exitcode.New(exitcode.Failure, err)
 	}
 	return file, nil
-}
-
-func mapErr(err error) error {
-	if errorsIsUnsupported(err) {
-		return exitcode.New(exitcode.Usage, err)
-	}
-	return err
 }
 
 // sink builds where messages go; closeSink releases files and connections.

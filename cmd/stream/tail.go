@@ -102,9 +102,6 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	}
 	r, err := replay.Resolve(ctx, js, cfg)
 	if err != nil {
-		if errors.Is(err, replay.ErrUnsupported) {
-			return exitcode.New(exitcode.Usage, err)
-		}
 		return err
 	}
 
