@@ -3,11 +3,9 @@
 package dlq
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,9 +80,7 @@ func confirmDestructive(f *factory.Factory, yes bool, what string) error {
 	if !f.IO.CanPrompt() {
 		return exitcode.UsageErrorf("%s: pass --yes when not running in a terminal (or --dry-run to see what it would do); nothing was changed", what)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s. Continue? [y/N] ", what)
-	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+	if !f.IO.Confirm(what+". Continue?", factory.AcceptYes) {
 		return exitcode.UsageErrorf("cancelled; nothing was changed")
 	}
 	return nil
