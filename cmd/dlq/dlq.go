@@ -88,11 +88,18 @@ func confirmDestructive(f *factory.Factory, yes bool, what string) error {
 
 // filterFlag compiles --filter for DLQ entries.
 func filterFlag(f *factory.Factory, expr string) (func(pkgdlq.Entry) bool, error) {
-	pred, err := output.CompilePredicate(expr, output.WarnOnce(f.IO.ErrOut))
-	if err != nil || pred == nil {
+	filter, err := output.CompileFilter(expr, "DLQ messages it fails on")
+	if err != nil || filter == nil {
 		return nil, err
 	}
-	return func(e pkgdlq.Entry) bool { return pred.Keep(f.Context(), e.Generic()) }, nil
+	warn := filter.WarnOnce(f.IO.ErrOut)
+	return func(e pkgdlq.Entry) bool {
+		keep, err := filter.Keep(f.Context(), nil, func() (any, error) { return e.Generic(), nil })
+		if err != nil {
+			warn(fmt.Sprintf("DLQ seq %d", e.DLQSeq), err)
+		}
+		return keep
+	}, nil
 }
 
 // unknownConsumer is the answer when --consumer selected nothing: exit 3

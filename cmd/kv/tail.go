@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -153,7 +152,7 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 	// A program that fails on a revision does not match it: buckets mix
 	// JSON and text, and a tail waiting for one key's state must not die on
 	// another's value. The first failure is reported with its revision.
-	filter, err := output.CompileFilter(fl.filter)
+	filter, err := output.CompileFilter(fl.filter, "such revisions")
 	if err != nil {
 		return cfg, 0, err
 	}
@@ -161,21 +160,11 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 		// Called from several goroutines: kv.Tail filters in parallel and
 		// keeps the output, and the failures it reports, in stream order.
 		cfg.Match = func(ctx context.Context, e *kv.Entry) (bool, error) {
-			// Most filters read a field or two: decide on those alone.
-			if keep, decided := filter.Fast.Eval(e); decided {
-				return keep, nil
-			}
-			input, err := e.Generic()
-			if err != nil {
-				return false, nil
-			}
-			return filter.Match(ctx, input)
+			return filter.Keep(ctx, e, e.Generic)
 		}
-		var warnOnce sync.Once
+		warn := filter.WarnOnce(f.IO.ErrOut)
 		cfg.OnMatchError = func(e *kv.Entry, err error) {
-			warnOnce.Do(func() {
-				fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: --filter failed on key %q revision %d (%v); such revisions do not match\n", e.Key, e.Revision, err)
-			})
+			warn(fmt.Sprintf("key %q revision %d", e.Key, e.Revision), err)
 		}
 	}
 	return cfg, wait, nil
