@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // ReadOrdered reads with a plain ephemeral pull consumer (no acks, in
@@ -107,7 +109,7 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		restarts = 0
 	}
 	var cur cursor
-	pause := followRetryMin
+	backoff := retry.Policy{Pause: followRetryMin, MaxPause: followRetryMax}.Backoff()
 	for i := 0; ; i++ {
 		switch {
 		case lastPerSubject && !cur.caughtUp:
@@ -123,14 +125,13 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		case errors.Is(err, ErrStop):
 			return nil
 		case retry && ctx.Err() == nil && (p.Follow || i < restarts):
-			slog.Debug("reading: starting a new consumer", "of", p.Label, "after_seq", last, "in", pause, "because", err)
 			if last != before {
-				pause = followRetryMin
+				backoff.Reset()
 			}
-			if err := Sleep(ctx, pause); err != nil {
+			slog.Debug("reading: starting a new consumer", "of", p.Label, "after_seq", last, "in", backoff.Next(), "because", err)
+			if err := backoff.Wait(ctx); err != nil {
 				return err
 			}
-			pause = min(2*pause, followRetryMax)
 			continue
 		case errors.Is(err, errGap):
 			return fmt.Errorf("%s: reading: the server skipped messages; try again", p.Label)
@@ -172,18 +173,6 @@ func isTransient(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
-}
-
-// Sleep waits for d, or until ctx ends with ctx's error.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // cursor is where a read is, across the consumers it creates.
