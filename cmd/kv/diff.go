@@ -298,13 +298,13 @@ func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js 
 	if to.IsZero() {
 		to = time.Now()
 	}
-	doc := []docField{
-		{name: "bucket", value: cfg.Bucket},
-		{name: "from", value: cfg.From.UTC().Format(time.RFC3339Nano)},
-		{name: "to", value: to.UTC().Format(time.RFC3339Nano)},
-		{name: "added", list: keyValues(ctx, c.OnlyRight)},
-		{name: "deleted", list: keyValues(ctx, c.OnlyLeft)},
-		{name: "changed", list: func(item func(any) error) error {
+	doc := []output.DocField{
+		{Name: "bucket", Value: cfg.Bucket},
+		{Name: "from", Value: cfg.From.UTC().Format(time.RFC3339Nano)},
+		{Name: "to", Value: to.UTC().Format(time.RFC3339Nano)},
+		{Name: "added", List: keyValues(ctx, c.OnlyRight)},
+		{Name: "deleted", List: keyValues(ctx, c.OnlyLeft)},
+		{Name: "changed", List: func(item func(any) error) error {
 			return c.Changed(ctx, func(d kv.KeyDiff) error {
 				return item(changedJSON{Key: d.Key, FromRevision: d.Left.Revision, ToRevision: d.Right.Revision, Changes: d.Changes})
 			})
@@ -343,17 +343,17 @@ func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, 
 		// A bucket against itself: the counts still need two names.
 		leftLabel, rightLabel = leftLabel+" (left)", rightLabel+" (right)"
 	}
-	doc := []docField{
-		{name: "left", value: left},
-		{name: "right", value: right},
-		{name: "only_left", list: keyValues(ctx, c.OnlyLeft)},
-		{name: "only_right", list: keyValues(ctx, c.OnlyRight)},
-		{name: "different", list: func(item func(any) error) error {
+	doc := []output.DocField{
+		{Name: "left", Value: left},
+		{Name: "right", Value: right},
+		{Name: "only_left", List: keyValues(ctx, c.OnlyLeft)},
+		{Name: "only_right", List: keyValues(ctx, c.OnlyRight)},
+		{Name: "different", List: func(item func(any) error) error {
 			return c.Changed(ctx, func(d kv.KeyDiff) error {
 				return item(differentJSON{Key: d.Key, LeftRevision: d.Left.Revision, RightRevision: d.Right.Revision, Changes: d.Changes})
 			})
 		}},
-		{name: "identical", after: func() any { return c.Identical() }},
+		{Name: "identical", After: func() any { return c.Identical() }},
 	}
 	summary := func() string {
 		onlyLeft, onlyRight, changed := c.Counts()
@@ -369,7 +369,7 @@ func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, 
 // key whose value differs, then the summary line. -o json and -o jsonl
 // write the document doc describes as it goes, so that a diff of any size
 // is never held whole; --jq and -o yaml need it whole and get it so.
-func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Comparison, doc []docField, summary func() string) (bool, error) {
+func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Comparison, doc []output.DocField, summary func() string) (bool, error) {
 	for _, w := range c.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: %s\n", w)
 	}
@@ -384,13 +384,13 @@ func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Co
 		}
 	case (p.Format == "json" || p.Format == "jsonl") && f.Output.JQ == "":
 		w := bufio.NewWriterSize(f.IO.Out, 64<<10)
-		err = writeDoc(w, doc, p.Format == "json")
+		err = output.WriteDoc(w, doc, p.Format == "json")
 		if ferr := w.Flush(); err == nil {
 			err = ferr
 		}
 	default:
 		var buf bytes.Buffer
-		if err = writeDoc(&buf, doc, false); err == nil {
+		if err = output.WriteDoc(&buf, doc, false); err == nil {
 			err = p.Print(json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil)
 		}
 	}
@@ -449,7 +449,7 @@ func indent(s, prefix string) string {
 }
 
 // The JSON forms of bucket diffs (documented in docs/kv.md). The commands
-// stream timeDiffJSON and bucketsDiffJSON field by field (see writeDoc and
+// stream timeDiffJSON and bucketsDiffJSON field by field (see output.WriteDoc and
 // its test, which checks the stream against these whole documents); the
 // item types are encoded as they are.
 type (
