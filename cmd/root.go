@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/status"
 	"github.com/jetctl/jetctl/cmd/stream"
 	"github.com/jetctl/jetctl/cmd/version"
+	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 )
 
@@ -67,16 +67,11 @@ else to stderr. Exit codes are the same for every command: see
 			return &exitcode.Error{Code: exitcode.Usage, Err: errors.New(msg)}
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// pkg/ logs what it does, at debug level, to the logger the
+			// context carries: the one --verbose and --trace turn up.
+			cmd.SetContext(logctx.With(cmd.Context(), f.Logger()))
 			f.SetContext(cmd.Context())
-			if err := f.Validate(); err != nil {
-				return err
-			}
-			if f.Verbose || f.Trace {
-				// pkg/ logs what it does at debug level on the default
-				// logger, which otherwise drops it.
-				slog.SetDefault(f.Logger())
-			}
-			return nil
+			return f.Validate()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
