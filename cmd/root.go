@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/status"
 	"github.com/jetctl/jetctl/cmd/stream"
 	"github.com/jetctl/jetctl/cmd/version"
+	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 )
 
@@ -68,16 +68,11 @@ else to stderr. Exit codes are the same for every command: see
 			return &exitcode.Error{Code: exitcode.Usage, Err: errors.New(msg)}
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// pkg/ logs what it does, at debug level, to the logger the
+			// context carries: the one --verbose and --trace turn up.
+			cmd.SetContext(logctx.With(cmd.Context(), f.Logger()))
 			f.SetContext(cmd.Context())
-			if err := f.Validate(); err != nil {
-				return err
-			}
-			if f.Verbose || f.Trace {
-				// pkg/ logs what it does at debug level on the default
-				// logger, which otherwise drops it.
-				slog.SetDefault(f.Logger())
-			}
-			return nil
+			return f.Validate()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
@@ -88,6 +83,11 @@ else to stderr. Exit codes are the same for every command: see
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// The typed flag values of cmd/factory say in full what is wrong.
+		var coded *exitcode.Error
+		if errors.As(err, &coded) {
+			return coded
+		}
 		return &exitcode.Error{Code: exitcode.Usage, Err: fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	f.BindFlags(root.PersistentFlags())

@@ -113,17 +113,21 @@ func (s *selectFlags) config(f *factory.Factory, streams []string) (selection, e
 		// 0 means "any inactivity": the smallest positive threshold.
 		inactive = time.Nanosecond
 	}
-	pred, err := output.CompilePredicate(s.filter, output.WarnOnce(f.IO.ErrOut))
+	filter, err := output.CompileFilter(s.filter, "consumers it fails on")
 	if err != nil {
 		return sel, err
 	}
 	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: pkgconsumer.Thresholds{Behind: behind, Inactive: inactive}}
 	sel.sortBy = by
 	sel.keep = func(*pkgconsumer.State) bool { return true }
-	if pred != nil {
+	if filter != nil {
+		warn := filter.WarnOnce(f.IO.ErrOut)
 		sel.keep = func(st *pkgconsumer.State) bool {
-			doc, err := generic(st)
-			return err == nil && pred.Keep(f.Context(), doc)
+			keep, err := filter.Keep(f.Context(), nil, func() (any, error) { return generic(st) })
+			if err != nil {
+				warn(fmt.Sprintf("consumer %s > %s", st.Stream, st.Consumer), err)
+			}
+			return keep
 		}
 	}
 	return sel, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -114,7 +114,7 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 		if o.count > 0 && n >= o.count {
 			return nil
 		}
-		if err := jsapi.Sleep(ctx, interval-time.Since(started)); err != nil {
+		if err := retry.Sleep(ctx, interval-time.Since(started)); err != nil {
 			return nil
 		}
 	}

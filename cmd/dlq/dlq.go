@@ -3,11 +3,9 @@
 package dlq
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,7 +15,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // NewCmd returns `jetctl dlq`.
@@ -49,18 +46,6 @@ See docs/dlq.md for the headers and the guarantees.`,
 	}
 	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f), newCmdUnlock(f))
 	return cmd
-}
-
-// parseRate reads --rate: "500", "500/s", "30/m"; empty is no limit.
-func parseRate(s string) (float64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	r, err := units.ParseRate(s)
-	if err != nil {
-		return 0, exitcode.UsageErrorf("invalid --rate %q: use e.g. 50/s", s)
-	}
-	return r, nil
 }
 
 // openDestructive asks for confirmation (unless a dry run), connects and
@@ -95,36 +80,26 @@ func confirmDestructive(f *factory.Factory, yes bool, what string) error {
 	if !f.IO.CanPrompt() {
 		return exitcode.UsageErrorf("%s: pass --yes when not running in a terminal (or --dry-run to see what it would do); nothing was changed", what)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s. Continue? [y/N] ", what)
-	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+	if !f.IO.Confirm(what+". Continue?", factory.AcceptYes) {
 		return exitcode.UsageErrorf("cancelled; nothing was changed")
 	}
 	return nil
 }
 
-// mapErr gives pkg/dlq's typed errors their exit codes.
-func mapErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, pkgdlq.ErrNotSetUp), errors.Is(err, pkgdlq.ErrNoSuchEntry):
-		return exitcode.New(exitcode.NotFound, err)
-	case errors.Is(err, pkgdlq.ErrInvalid):
-		return exitcode.New(exitcode.Usage, err)
-	case errors.Is(err, pkgdlq.ErrLocked), errors.Is(err, pkgdlq.ErrLeaseLost):
-		return exitcode.New(exitcode.Failure, err)
-	}
-	return err
-}
-
 // filterFlag compiles --filter for DLQ entries.
 func filterFlag(f *factory.Factory, expr string) (func(pkgdlq.Entry) bool, error) {
-	pred, err := output.CompilePredicate(expr, output.WarnOnce(f.IO.ErrOut))
-	if err != nil || pred == nil {
+	filter, err := output.CompileFilter(expr, "DLQ messages it fails on")
+	if err != nil || filter == nil {
 		return nil, err
 	}
-	return func(e pkgdlq.Entry) bool { return pred.Keep(f.Context(), e.Generic()) }, nil
+	warn := filter.WarnOnce(f.IO.ErrOut)
+	return func(e pkgdlq.Entry) bool {
+		keep, err := filter.Keep(f.Context(), nil, func() (any, error) { return e.Generic(), nil })
+		if err != nil {
+			warn(fmt.Sprintf("DLQ seq %d", e.DLQSeq), err)
+		}
+		return keep
+	}, nil
 }
 
 // unknownConsumer is the answer when --consumer selected nothing: exit 3

@@ -10,17 +10,15 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type lsOptions struct {
 	streamFlags
 	consumer string
-	since    string
+	since    time.Duration
 	filter   string
 	listFlags
 }
@@ -48,7 +46,7 @@ fields plus .headers and .data (decoded when JSON). Reading changes nothing.`,
 	}
 	o.streamFlags.bind(cmd, f)
 	cmd.Flags().StringVar(&o.consumer, "consumer", "", "only messages this consumer gave up on")
-	cmd.Flags().StringVar(&o.since, "since", "", "only messages swept in this past duration (e.g. 1h, 7d)")
+	factory.DurationVar(cmd.Flags(), &o.since, "since", 0, "only messages swept in this past duration (e.g. 1h, 7d)").Positive()
 	cmd.Flags().StringVar(&o.filter, "filter", "", "jq program: keep entries for which it is true")
 	o.listFlags.bind(cmd, "DLQ message")
 	return cmd
@@ -66,7 +64,7 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 	if err := o.streamFlags.validate(); err != nil {
 		return err
 	}
-	sel, err := selection(f, o.consumer, o.since, "", o.filter)
+	sel, err := selection(f, o.consumer, o.since, 0, o.filter)
 	if err != nil {
 		return err
 	}
@@ -84,7 +82,7 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 	}
 	streams, err := pkgdlq.DLQStreams(ctx, js, o.stream, o.dlqStream)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	entries := []pkgdlq.Entry{}
 	for _, s := range streams {
@@ -92,7 +90,7 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 			entries = append(entries, e)
 			return nil
 		}); err != nil {
-			return mapErr(err)
+			return err
 		}
 	}
 	if !listRecords {
@@ -185,21 +183,13 @@ func summarise(entries []pkgdlq.Entry) []summaryRow {
 }
 
 // selection turns the selection flags into a pkg/dlq Select.
-func selection(f *factory.Factory, consumer, since, olderThan, filter string) (pkgdlq.Select, error) {
+func selection(f *factory.Factory, consumer string, since, olderThan time.Duration, filter string) (pkgdlq.Select, error) {
 	sel := pkgdlq.Select{Consumer: consumer}
-	if since != "" {
-		d, err := units.ParseDuration(since)
-		if err != nil {
-			return sel, exitcode.UsageErrorf("--since: %v", err)
-		}
-		sel.Since = time.Now().Add(-d)
+	if since > 0 {
+		sel.Since = time.Now().Add(-since)
 	}
-	if olderThan != "" {
-		d, err := units.ParseDuration(olderThan)
-		if err != nil {
-			return sel, exitcode.UsageErrorf("--older-than: %v", err)
-		}
-		sel.Before = time.Now().Add(-d)
+	if olderThan > 0 {
+		sel.Before = time.Now().Add(-olderThan)
 	}
 	fn, err := filterFlag(f, filter)
 	if err != nil {

@@ -17,7 +17,7 @@ type purgeOptions struct {
 	streamFlags
 	consumer  string
 	filter    string
-	olderThan string
+	olderThan time.Duration
 	dryRun    bool
 	yes       bool
 	listFlags
@@ -46,7 +46,7 @@ would be deleted (--list: which) and changes nothing.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.consumer, "consumer", "", "only messages this consumer gave up on")
 	fl.StringVar(&o.filter, "filter", "", "jq program: delete entries for which it is true")
-	fl.StringVar(&o.olderThan, "older-than", "", "only messages swept longer ago than this (e.g. 30d)")
+	factory.DurationVar(fl, &o.olderThan, "older-than", 0, "only messages swept longer ago than this (e.g. 30d)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted; change nothing")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	o.listFlags.bind(cmd, "deleted message")
@@ -54,7 +54,7 @@ would be deleted (--list: which) and changes nothing.`,
 }
 
 func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
-	sel, err := selection(f, o.consumer, "", o.olderThan, o.filter)
+	sel, err := selection(f, o.consumer, 0, o.olderThan, o.filter)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 		err = perr
 	}
 	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s %s (%s) in %.2fs\n", stream, verb, plural(n, "message", "messages"), humanize.IBytes(uint64(bytes)), sum.Seconds)
-	return mapErr(err)
+	return err
 }
 
 // purgeSummary is what purge prints with --summary -o json.

@@ -13,7 +13,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type redriveOptions struct {
@@ -21,14 +20,14 @@ type redriveOptions struct {
 	consumer    string
 	filter      string
 	to          string
-	rate        string
+	rate        float64
 	max         int
 	maxRedrives int
 	dryRun      bool
 	keep        bool
 	yes         bool
 	noProgress  bool
-	lockTTL     string
+	lockTTL     time.Duration
 	listFlags
 }
 
@@ -66,7 +65,7 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
 	fl.StringVar(&o.consumer, "consumer", "", "only messages this consumer gave up on")
 	fl.StringVar(&o.filter, "filter", "", "jq program: redrive entries for which it is true")
 	fl.StringVar(&o.to, "to", "", "publish to this subject instead of the original one")
-	fl.StringVar(&o.rate, "rate", "", "at most this many messages per second (e.g. 50/s)")
+	factory.RateVar(fl, &o.rate, "rate", "at most this many messages per second (e.g. 50/s)")
 	fl.IntVar(&o.max, "max", 0, "redrive at most this many messages")
 	fl.IntVar(&o.maxRedrives, "max-redrives", 0, "refuse messages already redriven this many times (0: no limit)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would be redriven; change nothing")
@@ -74,16 +73,12 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
 	o.listFlags.bind(cmd, "selected message")
-	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long this redrive's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)")
+	factory.DurationVar(fl, &o.lockTTL, "lock-ttl", 30*time.Second, "how long this redrive's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)").AtLeast(time.Second).Hint("use e.g. 30s (at least 1s)")
 	return cmd
 }
 
 func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) error {
-	sel, err := selection(f, o.consumer, "", "", o.filter)
-	if err != nil {
-		return err
-	}
-	rate, err := parseRate(o.rate)
+	sel, err := selection(f, o.consumer, 0, 0, o.filter)
 	if err != nil {
 		return err
 	}
@@ -92,10 +87,6 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	}
 	if o.to != "" && (strings.ContainsAny(o.to, "*> \t") || strings.Contains(o.to, "..") || strings.HasPrefix(o.to, ".") || strings.HasSuffix(o.to, ".")) {
 		return exitcode.UsageErrorf("invalid --to subject %q", o.to)
-	}
-	ttl, err := units.ParseDuration(o.lockTTL)
-	if err != nil || ttl < time.Second {
-		return exitcode.UsageErrorf("invalid --lock-ttl %q: use e.g. 30s (at least 1s)", o.lockTTL)
 	}
 	p, err := f.Printer("table")
 	if err != nil {
@@ -113,8 +104,8 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	var printErr error
 	bar := f.NewProgress(-1, "redriving", o.noProgress)
 	sum, err := pkgdlq.Redrive(ctx, js, pkgdlq.RedriveConfig{
-		DLQStream: stream, Select: sel, To: o.to, Rate: rate, Max: o.max, MaxRedrives: o.maxRedrives,
-		DryRun: o.dryRun, Keep: o.keep, LockTTL: ttl,
+		DLQStream: stream, Select: sel, To: o.to, Rate: o.rate, Max: o.max, MaxRedrives: o.maxRedrives,
+		DryRun: o.dryRun, Keep: o.keep, LockTTL: o.lockTTL,
 		OnRecord: func(r pkgdlq.RedriveRecord) {
 			switch {
 			case listRecords && p.Format == "jsonl":
@@ -132,7 +123,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	})
 	bar.Finish()
 	if sum == nil {
-		return mapErr(err)
+		return err
 	}
 	if err == nil && sum.Selected == 0 {
 		// One line for a consumer that does not exist, not a summary of nothing.
@@ -171,7 +162,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %d selected, %d %s (%s), %d refused, %d failed in %.2fs, %s msgs/s\n",
 		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), sum.Refused, sum.Failed, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	if printErr != nil {
 		return printErr

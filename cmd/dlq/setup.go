@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
@@ -12,7 +13,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type setupOptions struct {
@@ -20,8 +20,8 @@ type setupOptions struct {
 	consumers  []string
 	dlqStream  string
 	replicas   int
-	maxAge     string
-	captureAge string
+	maxAge     time.Duration
+	captureAge time.Duration
 	dryRun     bool
 	// allConsumers widens an existing capture to every consumer.
 	allConsumers bool
@@ -71,7 +71,7 @@ state; on a limits stream they cannot be told apart from processed ones
 			}
 			res, err := pkgdlq.Setup(cmd.Context(), js, cfg)
 			if err != nil {
-				return mapErr(err)
+				return err
 			}
 			if err := p.Print(res, func() []output.Table {
 				t := output.Table{Header: []string{"kind", "name", "action", "detail"}}
@@ -92,8 +92,8 @@ state; on a limits stream they cannot be told apart from processed ones
 	fl.BoolVar(&o.allConsumers, "all-consumers", false, "widen an existing capture of named consumers to every consumer of the stream")
 	fl.StringVar(&o.dlqStream, "dlq-stream", "", "name of the DLQ stream (default DLQ_<stream>)")
 	fl.IntVar(&o.replicas, "replicas", 0, "replicas of the streams created (default: the source stream's)")
-	fl.StringVar(&o.maxAge, "max-age", "0", "how long the DLQ keeps messages (e.g. 30d; 0 keeps them)")
-	fl.StringVar(&o.captureAge, "capture-max-age", "7d", "how long captured advisories are kept")
+	factory.DurationVar(fl, &o.maxAge, "max-age", 0, "how long the DLQ keeps messages (e.g. 30d; 0 keeps them)").Hint("invalid duration (use e.g. 30s, 2m, 7d, 1h30m)")
+	factory.DurationVar(fl, &o.captureAge, "capture-max-age", 7*24*time.Hour, "how long captured advisories are kept").Hint("invalid duration (use e.g. 30s, 2m, 7d, 1h30m)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "show what would be created; change nothing")
 	_ = cmd.RegisterFlagCompletionFunc("stream", f.CompleteStreams())
 	_ = cmd.RegisterFlagCompletionFunc("consumer", f.CompleteConsumersOf(func(cmd *cobra.Command, _ []string) string { return o.stream }))
@@ -140,18 +140,12 @@ func (o *setupOptions) config() (pkgdlq.SetupConfig, error) {
 		return cfg, err
 	}
 	if err := pkgdlq.ValidateSetup(cfg); err != nil {
-		return cfg, mapErr(err)
+		return cfg, err
 	}
 	if o.replicas < 0 || o.replicas > 5 {
 		return cfg, exitcode.UsageErrorf("--replicas must be between 1 and 5")
 	}
-	var err error
-	if cfg.MaxAge, err = units.ParseDuration(o.maxAge); err != nil {
-		return cfg, exitcode.UsageErrorf("--max-age: %v", err)
-	}
-	if cfg.CaptureMaxAge, err = units.ParseDuration(o.captureAge); err != nil {
-		return cfg, exitcode.UsageErrorf("--capture-max-age: %v", err)
-	}
+	cfg.MaxAge, cfg.CaptureMaxAge = o.maxAge, o.captureAge
 	return cfg, nil
 }
 

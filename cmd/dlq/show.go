@@ -77,7 +77,7 @@ func runShow(ctx context.Context, f *factory.Factory, o *showOptions, seq uint64
 	}
 	e, err := pkgdlq.Get(ctx, js, stream, seq, o.sourceSeq)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	if p.Format != "table" || f.Output.JQ != "" {
 		return p.Print(e.Detail(), nil)
@@ -131,7 +131,7 @@ func runShow(ctx context.Context, f *factory.Factory, o *showOptions, seq uint64
 func oneDLQ(ctx context.Context, js jetstream.JetStream, s streamFlags) (string, error) {
 	streams, err := pkgdlq.DLQStreams(ctx, js, s.stream, s.dlqStream)
 	if err != nil {
-		return "", mapErr(err)
+		return "", err
 	}
 	switch len(streams) {
 	case 1:

@@ -14,7 +14,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type sweepOptions struct {
@@ -24,8 +23,8 @@ type sweepOptions struct {
 	scan         bool
 	dryRun       bool
 	max          int
-	rate         string
-	lockTTL      string
+	rate         float64
+	lockTTL      time.Duration
 	yes          bool
 	noProgress   bool
 	listFlags
@@ -90,8 +89,8 @@ changes nothing. Exit 4 when any message failed.`,
 	fl.BoolVar(&o.scan, "scan", false, "also find dead messages whose advisories were never captured")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would move; change nothing")
 	fl.IntVar(&o.max, "max", 0, "stop after this many dead messages")
-	fl.StringVar(&o.rate, "rate", "", "at most this many messages per second (e.g. 100/s)")
-	fl.StringVar(&o.lockTTL, "lock-ttl", "30s", "how long this sweep's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)")
+	factory.RateVar(fl, &o.rate, "rate", "at most this many messages per second (e.g. 100/s)")
+	factory.DurationVar(fl, &o.lockTTL, "lock-ttl", 30*time.Second, "how long this sweep's lease outlives it if it dies on another host (a lease left earlier keeps its own TTL)").AtLeast(time.Second).Hint("use e.g. 30s (at least 1s)")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask before deleting source messages (--delete-source)")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
 	o.listFlags.bind(cmd, "dead message")
@@ -106,14 +105,6 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	}
 	if o.max < 0 {
 		return exitcode.UsageErrorf("--max must not be negative")
-	}
-	rate, err := parseRate(o.rate)
-	if err != nil {
-		return err
-	}
-	ttl, err := units.ParseDuration(o.lockTTL)
-	if err != nil || ttl < time.Second {
-		return exitcode.UsageErrorf("invalid --lock-ttl %q: use e.g. 30s (at least 1s)", o.lockTTL)
 	}
 	p, err := f.Printer("table")
 	if err != nil {
@@ -137,7 +128,7 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	bar := f.NewProgress(-1, "sweeping", o.noProgress)
 	cfg := pkgdlq.SweepConfig{
 		Stream: o.stream, Consumers: o.consumers, DeleteSource: o.deleteSource, Scan: o.scan, DryRun: o.dryRun,
-		Max: o.max, Rate: rate, LockTTL: ttl,
+		Max: o.max, Rate: o.rate, LockTTL: o.lockTTL,
 		OnRecord: func(r pkgdlq.Record) {
 			switch {
 			case listRecords && p.Format == "jsonl":
@@ -156,7 +147,7 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	sum, err := pkgdlq.Sweep(ctx, js, cfg)
 	bar.Finish()
 	if sum == nil {
-		return mapErr(err)
+		return err
 	}
 	switch {
 	case listRecords && p.Format != "jsonl":
@@ -183,7 +174,7 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	}
 	printSweepSummary(f, o, sum)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	if printErr != nil {
 		return printErr

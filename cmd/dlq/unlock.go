@@ -1,7 +1,6 @@
 package dlq
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -119,14 +118,13 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 	}
 	if !o.dryRun {
 		if !o.yes {
-			fmt.Fprintf(f.IO.ErrOut, "Remove lease %s held by %s (%s)? [y/N] ", key, lease.Describe(), strings.ReplaceAll(rec.State, "_", " "))
-			line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			question := fmt.Sprintf("Remove lease %s held by %s (%s)?", key, lease.Describe(), strings.ReplaceAll(rec.State, "_", " "))
+			if !f.IO.Confirm(question, factory.AcceptYes) {
 				return exitcode.UsageErrorf("cancelled; nothing was changed")
 			}
 		}
 		if err := pkgdlq.Unlock(ctx, js, lease); err != nil {
-			return mapErr(err)
+			return err
 		}
 		rec.Action = "unlocked"
 	}

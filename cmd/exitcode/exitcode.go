@@ -11,7 +11,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/natsconn"
+	"github.com/jetctl/jetctl/pkg/plan"
+	"github.com/jetctl/jetctl/pkg/replay"
 )
 
 // Exit codes, identical for every command (DESIGN §4).
@@ -107,6 +110,17 @@ func Of(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
+	// pkg/'s own errors first: they say what went wrong even when they
+	// wrap a cancellation or a server's error.
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	var notFound *plan.NotFoundError
+	if errors.As(err, &notFound) {
+		return NotFound
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return Interrupted
@@ -122,6 +136,20 @@ func Of(err error) int {
 		return NotFound
 	}
 	return Failure
+}
+
+// sentinels are pkg/'s typed errors and their exit codes, in the order they
+// are checked; commands return these errors as they come.
+var sentinels = []struct {
+	err  error
+	code int
+}{
+	{pkgdlq.ErrNotSetUp, NotFound},
+	{pkgdlq.ErrNoSuchEntry, NotFound},
+	{pkgdlq.ErrInvalid, Usage},
+	{pkgdlq.ErrLocked, Failure},
+	{pkgdlq.ErrLeaseLost, Failure},
+	{replay.ErrUnsupported, Usage},
 }
 
 var apiErrorFraming = regexp.MustCompile(`API error: code=\d+ err_code=\d+ description=`)

@@ -8,7 +8,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/natsconn"
+	"github.com/jetctl/jetctl/pkg/plan"
+	"github.com/jetctl/jetctl/pkg/replay"
 )
 
 func TestOf(t *testing.T) {
@@ -25,6 +28,14 @@ func TestOf(t *testing.T) {
 		{Silent(Partial), Partial},
 		{fmt.Errorf("run: %w", context.Canceled), Interrupted},
 		{&PluginExit{Code: 42}, 42},
+		// pkg/'s typed errors, mapped here and nowhere else.
+		{fmt.Errorf("stream %q: %w", "X", pkgdlq.ErrNotSetUp), NotFound},
+		{fmt.Errorf("seq 9: %w", pkgdlq.ErrNoSuchEntry), NotFound},
+		{fmt.Errorf("%w: --max", pkgdlq.ErrInvalid), Usage},
+		{fmt.Errorf("%w: %w", pkgdlq.ErrLeaseLost, context.Canceled), Failure},
+		{fmt.Errorf("%w: %w", pkgdlq.ErrLocked, jetstream.ErrKeyNotFound), Failure},
+		{fmt.Errorf("reader: %w", replay.ErrUnsupported), Usage},
+		{fmt.Errorf("export: %w", &plan.NotFoundError{Label: `stream "X"`}), NotFound},
 	}
 	for _, tt := range tests {
 		if got := Of(tt.err); got != tt.want {

@@ -1,8 +1,11 @@
 package factory
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"golang.org/x/term"
 )
@@ -41,3 +44,33 @@ func (s *IOStreams) ColorOut() bool { return s.StdoutTTY && !s.NoColor }
 // CanPrompt reports whether the user can be asked a question: both stdin and
 // stdout are terminals.
 func (s *IOStreams) CanPrompt() bool { return s.StdinTTY && s.StdoutTTY }
+
+// Accept is the answer a confirmation takes as "go on".
+type Accept int
+
+const (
+	// AcceptYes takes "y" or "yes", in any case: the rule for every
+	// command that asks, unless it says otherwise.
+	AcceptYes Accept = iota
+	// AcceptWordYes takes only the word "yes", as terraform's apply does:
+	// apply changes a whole server, and a stray "y" should not.
+	AcceptWordYes
+)
+
+// Confirm asks question on stderr, so that stdout stays data, and reads
+// one line from stdin; it reports whether the answer accepts. Callers check
+// CanPrompt first and ask for --yes without a terminal.
+func (s *IOStreams) Confirm(question string, accept Accept) bool {
+	hint := " [y/N] "
+	if accept == AcceptWordYes {
+		hint = " Only 'yes' is accepted: "
+	}
+	fmt.Fprint(s.ErrOut, question+hint)
+	line, _ := bufio.NewReader(s.In).ReadString('\n')
+	answer := strings.TrimSpace(line)
+	if accept == AcceptWordYes {
+		return answer == "yes"
+	}
+	answer = strings.ToLower(answer)
+	return answer == "y" || answer == "yes"
+}

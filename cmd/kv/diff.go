@@ -28,7 +28,8 @@ const diffValueWidth = 120
 // diffFlags are `kv diff`'s flags as given.
 type diffFlags struct {
 	fromRev, toRev                         uint64
-	since, at, to                          string
+	since                                  time.Duration
+	at, to                                 time.Time
 	keys                                   []string
 	against, againstServer, againstContext string
 	exitCode, noProgress                   bool
@@ -127,9 +128,9 @@ errors stay 1 (or 2, 3).`,
 	fs := c.Flags()
 	fs.Uint64Var(&fl.fromRev, "from-rev", 0, "older revision of KEY (default: the one before --to-rev)")
 	fs.Uint64Var(&fl.toRev, "to-rev", 0, "newer revision of KEY (default: the latest)")
-	fs.StringVar(&fl.since, "since", "", "compare the bucket as it was this long ago (90s, 30m, 7d) with now")
-	fs.StringVar(&fl.at, "at", "", "compare the bucket as it was at this RFC 3339 time with now")
-	fs.StringVar(&fl.to, "to", "", "with --since or --at: compare with this RFC 3339 time instead of now")
+	factory.DurationVar(fs, &fl.since, "since", 0, "compare the bucket as it was this long ago (90s, 30m, 7d) with now").Positive()
+	factory.TimeVar(fs, &fl.at, "at", "compare the bucket as it was at this RFC 3339 time with now")
+	factory.TimeVar(fs, &fl.to, "to", "with --since or --at: compare with this RFC 3339 time instead of now")
 	fs.StringArrayVar(&fl.keys, "key", nil, "with --since, --at or --against: only keys matching this pattern (repeatable)")
 	fs.StringVar(&fl.against, "against", "", "compare with this bucket's current state")
 	fs.StringVar(&fl.againstServer, "against-server", "", "with --against: the other bucket is on this server")
@@ -164,7 +165,7 @@ func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) 
 	conflict := func(a, b string) error {
 		return exitcode.UsageErrorf("%s and %s cannot be used together", a, b)
 	}
-	if fl.since != "" && fl.at != "" {
+	if fl.since != 0 && !fl.at.IsZero() {
 		return nil, conflict("--since", "--at")
 	}
 	if fl.againstServer != "" && fl.againstContext != "" {
@@ -173,7 +174,7 @@ func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) 
 	if f := changed("against-server", "against-context"); f != "" && fl.against == "" {
 		return nil, exitcode.UsageErrorf("%s needs --against BUCKET", f)
 	}
-	if fl.to != "" && timeFlag == "" {
+	if !fl.to.IsZero() && timeFlag == "" {
 		return nil, exitcode.UsageErrorf("--to needs --since or --at")
 	}
 
@@ -209,26 +210,14 @@ func (fl *diffFlags) mode(cmd *cobra.Command, args []string) (*diffMode, error) 
 		}
 		cfg := &kv.TimeDiffConfig{Bucket: bucket, Keys: keys}
 		now := time.Now()
-		if fl.since != "" {
-			d, err := parseDuration("since", fl.since)
-			if err != nil {
-				return nil, err
-			}
-			cfg.From = now.Add(-d)
+		if fl.since != 0 {
+			cfg.From = now.Add(-fl.since)
 		} else {
-			t, err := parseTime("at", fl.at)
-			if err != nil {
-				return nil, err
-			}
-			cfg.From = t
+			cfg.From = fl.at
 		}
-		if fl.to != "" {
-			t, err := parseTime("to", fl.to)
-			if err != nil {
-				return nil, err
-			}
+		if t := fl.to; !t.IsZero() {
 			if !t.After(cfg.From) {
-				return nil, exitcode.UsageErrorf("--to %s is not after %s", fl.to, cfg.From.UTC().Format(time.RFC3339))
+				return nil, exitcode.UsageErrorf("--to %s is not after %s", t.Format(time.RFC3339Nano), cfg.From.UTC().Format(time.RFC3339))
 			}
 			cfg.To = t
 		}
@@ -309,13 +298,13 @@ func runTimeDiff(ctx context.Context, f *factory.Factory, p *output.Printer, js 
 	if to.IsZero() {
 		to = time.Now()
 	}
-	doc := []docField{
-		{name: "bucket", value: cfg.Bucket},
-		{name: "from", value: cfg.From.UTC().Format(time.RFC3339Nano)},
-		{name: "to", value: to.UTC().Format(time.RFC3339Nano)},
-		{name: "added", list: keyValues(ctx, c.OnlyRight)},
-		{name: "deleted", list: keyValues(ctx, c.OnlyLeft)},
-		{name: "changed", list: func(item func(any) error) error {
+	doc := []output.DocField{
+		{Name: "bucket", Value: cfg.Bucket},
+		{Name: "from", Value: cfg.From.UTC().Format(time.RFC3339Nano)},
+		{Name: "to", Value: to.UTC().Format(time.RFC3339Nano)},
+		{Name: "added", List: keyValues(ctx, c.OnlyRight)},
+		{Name: "deleted", List: keyValues(ctx, c.OnlyLeft)},
+		{Name: "changed", List: func(item func(any) error) error {
 			return c.Changed(ctx, func(d kv.KeyDiff) error {
 				return item(changedJSON{Key: d.Key, FromRevision: d.Left.Revision, ToRevision: d.Right.Revision, Changes: d.Changes})
 			})
@@ -354,17 +343,17 @@ func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, 
 		// A bucket against itself: the counts still need two names.
 		leftLabel, rightLabel = leftLabel+" (left)", rightLabel+" (right)"
 	}
-	doc := []docField{
-		{name: "left", value: left},
-		{name: "right", value: right},
-		{name: "only_left", list: keyValues(ctx, c.OnlyLeft)},
-		{name: "only_right", list: keyValues(ctx, c.OnlyRight)},
-		{name: "different", list: func(item func(any) error) error {
+	doc := []output.DocField{
+		{Name: "left", Value: left},
+		{Name: "right", Value: right},
+		{Name: "only_left", List: keyValues(ctx, c.OnlyLeft)},
+		{Name: "only_right", List: keyValues(ctx, c.OnlyRight)},
+		{Name: "different", List: func(item func(any) error) error {
 			return c.Changed(ctx, func(d kv.KeyDiff) error {
 				return item(differentJSON{Key: d.Key, LeftRevision: d.Left.Revision, RightRevision: d.Right.Revision, Changes: d.Changes})
 			})
 		}},
-		{name: "identical", after: func() any { return c.Identical() }},
+		{Name: "identical", After: func() any { return c.Identical() }},
 	}
 	summary := func() string {
 		onlyLeft, onlyRight, changed := c.Counts()
@@ -380,7 +369,7 @@ func runBucketsDiff(ctx context.Context, f *factory.Factory, p *output.Printer, 
 // key whose value differs, then the summary line. -o json and -o jsonl
 // write the document doc describes as it goes, so that a diff of any size
 // is never held whole; --jq and -o yaml need it whole and get it so.
-func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Comparison, doc []docField, summary func() string) (bool, error) {
+func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Comparison, doc []output.DocField, summary func() string) (bool, error) {
 	for _, w := range c.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: %s\n", w)
 	}
@@ -395,13 +384,13 @@ func report(ctx context.Context, f *factory.Factory, p *output.Printer, c *kv.Co
 		}
 	case (p.Format == "json" || p.Format == "jsonl") && f.Output.JQ == "":
 		w := bufio.NewWriterSize(f.IO.Out, 64<<10)
-		err = writeDoc(w, doc, p.Format == "json")
+		err = output.WriteDoc(w, doc, p.Format == "json")
 		if ferr := w.Flush(); err == nil {
 			err = ferr
 		}
 	default:
 		var buf bytes.Buffer
-		if err = writeDoc(&buf, doc, false); err == nil {
+		if err = output.WriteDoc(&buf, doc, false); err == nil {
 			err = p.Print(json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil)
 		}
 	}
@@ -460,7 +449,7 @@ func indent(s, prefix string) string {
 }
 
 // The JSON forms of bucket diffs (documented in docs/kv.md). The commands
-// stream timeDiffJSON and bucketsDiffJSON field by field (see writeDoc and
+// stream timeDiffJSON and bucketsDiffJSON field by field (see output.WriteDoc and
 // its test, which checks the stream against these whole documents); the
 // item types are encoded as they are.
 type (

@@ -10,7 +10,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/kv"
 )
 
-// list streams the elements of a slice as a docField list.
+// list streams the elements of a slice as an output.DocField list.
 func list[T any](items []T) func(func(any) error) error {
 	return func(item func(any) error) error {
 		for _, v := range items {
@@ -43,20 +43,20 @@ func TestWriteDocMatchesPrinter(t *testing.T) {
 	cases := []struct {
 		name   string
 		whole  any
-		fields []docField
+		fields []output.DocField
 	}{
-		{"time", timeDiffJSON{Bucket: "cfg", From: "f", To: "t", Added: added, Deleted: []keyValueJSON{}, Changed: changed}, []docField{
-			{name: "bucket", value: "cfg"}, {name: "from", value: "f"}, {name: "to", value: "t"},
-			{name: "added", list: list(added)}, {name: "deleted", list: list([]keyValueJSON{})}, {name: "changed", list: list(changed)},
+		{"time", timeDiffJSON{Bucket: "cfg", From: "f", To: "t", Added: added, Deleted: []keyValueJSON{}, Changed: changed}, []output.DocField{
+			{Name: "bucket", Value: "cfg"}, {Name: "from", Value: "f"}, {Name: "to", Value: "t"},
+			{Name: "added", List: list(added)}, {Name: "deleted", List: list([]keyValueJSON{})}, {Name: "changed", List: list(changed)},
 		}},
-		{"empty", timeDiffJSON{Bucket: "cfg", From: "f", To: "t", Added: []keyValueJSON{}, Deleted: []keyValueJSON{}, Changed: []changedJSON{}}, []docField{
-			{name: "bucket", value: "cfg"}, {name: "from", value: "f"}, {name: "to", value: "t"},
-			{name: "added", list: list([]keyValueJSON{})}, {name: "deleted", list: list([]keyValueJSON{})}, {name: "changed", list: list([]changedJSON{})},
+		{"empty", timeDiffJSON{Bucket: "cfg", From: "f", To: "t", Added: []keyValueJSON{}, Deleted: []keyValueJSON{}, Changed: []changedJSON{}}, []output.DocField{
+			{Name: "bucket", Value: "cfg"}, {Name: "from", Value: "f"}, {Name: "to", Value: "t"},
+			{Name: "added", List: list([]keyValueJSON{})}, {Name: "deleted", List: list([]keyValueJSON{})}, {Name: "changed", List: list([]changedJSON{})},
 		}},
-		{"buckets", bucketsDiffJSON{Left: sideJSON{Bucket: "cfg"}, Right: sideJSON{Bucket: "cfg", Server: "nats://127.0.0.1:4222"}, OnlyLeft: added[:1], OnlyRight: []keyValueJSON{}, Different: different, Identical: 12}, []docField{
-			{name: "left", value: sideJSON{Bucket: "cfg"}}, {name: "right", value: sideJSON{Bucket: "cfg", Server: "nats://127.0.0.1:4222"}},
-			{name: "only_left", list: list(added[:1])}, {name: "only_right", list: list([]keyValueJSON{})}, {name: "different", list: list(different)},
-			{name: "identical", after: func() any { return 12 }},
+		{"buckets", bucketsDiffJSON{Left: sideJSON{Bucket: "cfg"}, Right: sideJSON{Bucket: "cfg", Server: "nats://127.0.0.1:4222"}, OnlyLeft: added[:1], OnlyRight: []keyValueJSON{}, Different: different, Identical: 12}, []output.DocField{
+			{Name: "left", Value: sideJSON{Bucket: "cfg"}}, {Name: "right", Value: sideJSON{Bucket: "cfg", Server: "nats://127.0.0.1:4222"}},
+			{Name: "only_left", List: list(added[:1])}, {Name: "only_right", List: list([]keyValueJSON{})}, {Name: "different", List: list(different)},
+			{Name: "identical", After: func() any { return 12 }},
 		}},
 	}
 	for _, c := range cases {
@@ -69,7 +69,7 @@ func TestWriteDocMatchesPrinter(t *testing.T) {
 			if err := p.Print(c.whole, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeDoc(&got, c.fields, format == "json"); err != nil {
+			if err := output.WriteDoc(&got, c.fields, format == "json"); err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != want.String() {
@@ -86,7 +86,7 @@ func TestWriteDocMatchesPrinter(t *testing.T) {
 			if err := p.Print(c.whole, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeDoc(&compact, c.fields, false); err != nil {
+			if err := output.WriteDoc(&compact, c.fields, false); err != nil {
 				t.Fatal(err)
 			}
 			p.Out = &got

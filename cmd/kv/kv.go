@@ -17,7 +17,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/pkg/kv"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // NewCmd returns `jetctl kv`.
@@ -60,24 +59,6 @@ func checkKeys(patterns []string, wildcards bool) error {
 		}
 	}
 	return nil
-}
-
-// parseDuration reads a positive duration, days and weeks included (7d).
-func parseDuration(flag, s string) (time.Duration, error) {
-	d, err := units.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, exitcode.UsageErrorf("invalid --%s %q: use a duration such as 90s, 30m, 12h or 7d", flag, s)
-	}
-	return d, nil
-}
-
-// parseTime reads an RFC 3339 time.
-func parseTime(flag, s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, exitcode.UsageErrorf("invalid --%s %q: use an RFC 3339 time such as 2025-06-01T12:00:00Z", flag, s)
-	}
-	return t, nil
 }
 
 // printData writes v in the chosen format. In the default table format

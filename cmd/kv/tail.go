@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,15 +12,17 @@ import (
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/cmd/tailflags"
 	"github.com/jetctl/jetctl/pkg/kv"
 )
 
 // tailFlags are `kv tail`'s flags as given.
 type tailFlags struct {
 	history, updatesOnly, deletes bool
-	since, filter, wait           string
+	filter                        string
+	since                         time.Duration
 	fromRev                       uint64
-	count                         int
+	tail                          tailflags.Flags
 }
 
 func newTailCmd(f *factory.Factory) *cobra.Command {
@@ -46,11 +47,11 @@ left out unless --deletes.
 --filter keeps the revisions for which the jq program is true (neither false
 nor null); a revision on which it fails (e.g. .value.state on a text value)
 does not match, with one warning. The global --jq then transforms what is
-printed. --count N exits 0 after N matches; --wait D gives up after D with
-exit 5. Together they make a CI step that waits for a condition; without
-them the tail runs until interrupted. --wait without --count bounds the
-tail: it stops after D, exit 0 when at least one revision matched, 5 when
-none did.`,
+printed, or --raw prints each value alone, one a line. --count N exits 0
+after N matches; --wait D gives up after D with exit 5. Together they make
+a CI step that waits for a condition; without them the tail runs until
+interrupted. --wait without --count bounds the tail: it stops after D,
+exit 0 when at least one revision matched, 5 when none did.`,
 		Example: `  jetctl kv tail cfg
   jetctl kv tail cfg 'app.>' 'deploy.*' --history
   jetctl kv tail cfg deploy.status --filter '.value.state == "ready"' --count 1 --wait 5m
@@ -58,7 +59,7 @@ none did.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: bucketArg(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, wait, err := fl.config(f, args)
+			cfg, err := fl.config(f, args)
 			if err != nil {
 				return err
 			}
@@ -72,12 +73,8 @@ none did.`,
 			if err := p.RequireLines("kv tail"); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if wait > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, wait)
-				defer cancel()
-			}
+			ctx, cancel := fl.tail.WithWait(cmd.Context())
+			defer cancel()
 			js, err := f.JetStream(ctx)
 			matched := 0
 			if err == nil {
@@ -86,59 +83,58 @@ none did.`,
 				p.Out = out
 				var line []byte
 				matched, err = kv.Tail(ctx, js, cfg, func(e kv.Entry) error {
-					if f.Output.JQ != "" {
-						return p.Item(e)
-					}
 					var err error
-					if line, err = e.AppendJSON(line[:0]); err != nil {
-						return err
+					switch {
+					case fl.tail.Raw:
+						line = tailflags.Line(line[:0], e.Value)
+					case f.Output.JQ != "":
+						return p.Item(e)
+					default:
+						if line, err = e.AppendJSON(line[:0]); err != nil {
+							return err
+						}
 					}
 					_, err = out.Write(line)
 					return err
 				})
 			}
-			if wait > 0 && errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
+			if errors.Is(err, context.DeadlineExceeded) && fl.tail.TimedOut(cmd.Context(), ctx) {
 				if cfg.Count == 0 && matched > 0 {
 					// Without --count, --wait bounds the tail: what was
 					// waited for (a match) came.
 					return nil
 				}
-				return waitExpired(cfg, wait, matched)
+				return fl.tail.Expired(tailflags.Revisions, fmt.Sprintf("bucket %q", cfg.Bucket), matched)
 			}
 			return err
 		},
 	}
 	fs := c.Flags()
 	fs.BoolVar(&fl.history, "history", false, "start from every revision the bucket keeps")
-	fs.StringVar(&fl.since, "since", "", "start from the revisions of this last period (90s, 30m, 7d)")
+	factory.DurationVar(fs, &fl.since, "since", 0, "start from the revisions of this last period (90s, 30m, 7d)").Positive()
 	fs.Uint64Var(&fl.fromRev, "from-rev", 0, "start from this revision")
 	fs.BoolVar(&fl.updatesOnly, "updates-only", false, "skip the current values: only revisions written from now on")
 	fs.BoolVar(&fl.deletes, "deletes", false, "include DEL and PURGE revisions")
 	fs.StringVar(&fl.filter, "filter", "", "keep revisions for which this jq program is true")
-	fs.IntVar(&fl.count, "count", 0, "exit 0 after this many matches")
-	fs.StringVar(&fl.wait, "wait", "", "give up after this long with exit 5 (90s, 5m, 1d); without --count, stop then, exit 0 if anything matched")
+	fl.tail.Bind(fs, "matches", "values")
 	return c
 }
 
 // config checks the flags before anything connects.
-func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, time.Duration, error) {
-	cfg := kv.TailConfig{Bucket: args[0], Keys: args[1:], Deletes: fl.deletes, Count: fl.count}
+func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, error) {
+	cfg := kv.TailConfig{Bucket: args[0], Keys: args[1:], Deletes: fl.deletes, Count: fl.tail.Count}
 	if err := checkBucket(cfg.Bucket); err != nil {
-		return cfg, 0, err
+		return cfg, err
 	}
 	if err := checkKeys(cfg.Keys, true); err != nil {
-		return cfg, 0, err
+		return cfg, err
 	}
 	var starts []string
 	if fl.history {
 		starts, cfg.Start = append(starts, "--history"), kv.StartHistory
 	}
-	if fl.since != "" {
-		d, err := parseDuration("since", fl.since)
-		if err != nil {
-			return cfg, 0, err
-		}
-		starts, cfg.Start, cfg.Since = append(starts, "--since"), kv.StartTime, time.Now().Add(-d)
+	if fl.since > 0 {
+		starts, cfg.Start, cfg.Since = append(starts, "--since"), kv.StartTime, time.Now().Add(-fl.since)
 	}
 	if fl.fromRev > 0 {
 		starts, cfg.Start, cfg.FromRev = append(starts, "--from-rev"), kv.StartRevision, fl.fromRev
@@ -147,55 +143,30 @@ func (fl *tailFlags) config(f *factory.Factory, args []string) (kv.TailConfig, t
 		starts, cfg.Start = append(starts, "--updates-only"), kv.StartNew
 	}
 	if len(starts) > 1 {
-		return cfg, 0, exitcode.UsageErrorf("%s and %s cannot be used together", starts[0], starts[1])
+		return cfg, exitcode.UsageErrorf("%s and %s cannot be used together", starts[0], starts[1])
 	}
-	if fl.count < 0 {
-		return cfg, 0, exitcode.UsageErrorf("invalid --count %d: must be positive", fl.count)
-	}
-	var wait time.Duration
-	if fl.wait != "" {
-		d, err := parseDuration("wait", fl.wait)
-		if err != nil {
-			return cfg, 0, err
-		}
-		wait = d
+	if err := fl.tail.Validate(); err != nil {
+		return cfg, err
 	}
 	// A program that fails on a revision does not match it: buckets mix
 	// JSON and text, and a tail waiting for one key's state must not die on
 	// another's value. The first failure is reported with its revision.
-	filter, err := output.CompileFilter(fl.filter)
+	filter, err := output.CompileFilter(fl.filter, "such revisions")
 	if err != nil {
-		return cfg, 0, err
+		return cfg, err
 	}
 	if filter != nil {
 		// Called from several goroutines: kv.Tail filters in parallel and
 		// keeps the output, and the failures it reports, in stream order.
 		cfg.Match = func(ctx context.Context, e *kv.Entry) (bool, error) {
-			// Most filters read a field or two: decide on those alone.
-			if keep, decided := filter.Fast.Eval(e); decided {
-				return keep, nil
-			}
-			input, err := e.Generic()
-			if err != nil {
-				return false, nil
-			}
-			return filter.Match(ctx, input)
+			return filter.Keep(ctx, e, e.Generic)
 		}
-		var warnOnce sync.Once
+		warn := filter.WarnOnce(f.IO.ErrOut)
 		cfg.OnMatchError = func(e *kv.Entry, err error) {
-			warnOnce.Do(func() {
-				fmt.Fprintf(f.IO.ErrOut, "jetctl: warning: --filter failed on key %q revision %d (%v); such revisions do not match\n", e.Key, e.Revision, err)
-			})
+			warn(fmt.Sprintf("key %q revision %d", e.Key, e.Revision), err)
 		}
 	}
-	return cfg, wait, nil
-}
-
-func waitExpired(cfg kv.TailConfig, wait time.Duration, matched int) error {
-	if cfg.Count > 0 {
-		return exitcode.Newf(exitcode.Timeout, "bucket %q: --wait %s expired after %d of %s", cfg.Bucket, wait, matched, plural(cfg.Count, "match", "matches"))
-	}
-	return exitcode.Newf(exitcode.Timeout, "bucket %q: no revision matched within --wait %s", cfg.Bucket, wait)
+	return cfg, nil
 }
 
 // relaxGC lets a filtered tail's garbage grow to five times the live heap

@@ -21,7 +21,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
-	"github.com/jetctl/jetctl/pkg/jqpred"
 )
 
 // Formats lists the values -o accepts.
@@ -100,93 +99,6 @@ func validFormat(f string) bool {
 		}
 	}
 	return false
-}
-
-// Predicate is a --filter program that keeps an item when its first result
-// is neither false nor null. A program that fails on an item (e.g. indexes
-// a text payload) does not keep it, and onError, if set, hears of the
-// failure: streams mix JSON and text, and a wait for one item must not die
-// on another.
-type Predicate struct {
-	filter  *Filter
-	onError func(error)
-}
-
-// CompilePredicate compiles a --filter program; an empty one gives nil.
-func CompilePredicate(expr string, onError func(error)) (*Predicate, error) {
-	filter, err := CompileFilter(expr)
-	if filter == nil || err != nil {
-		return nil, err
-	}
-	return &Predicate{filter: filter, onError: onError}, nil
-}
-
-// Keep runs the program on a document in generic JSON form. When ctx
-// ends, the program stops and keeps nothing, and onError is not told: the
-// caller is stopping too.
-func (p *Predicate) Keep(ctx context.Context, document any) bool {
-	keep, err := p.filter.Match(ctx, document)
-	if err != nil && p.onError != nil && ctx.Err() == nil {
-		p.onError(err)
-	}
-	return keep
-}
-
-// KeepFields decides on obj's fields alone when the program is simple
-// enough (see pkg/jqpred), and otherwise runs it on document(), obj's
-// whole generic form.
-func (p *Predicate) KeepFields(ctx context.Context, obj jqpred.Object, document func() any) bool {
-	if keep, decided := p.filter.Fast.Eval(obj); decided {
-		return keep
-	}
-	return p.Keep(ctx, document())
-}
-
-// Filter is a compiled --filter program, for callers that report each
-// failure with the item it failed on. It is safe for concurrent use.
-type Filter struct {
-	code *gojq.Code
-	// Fast decides the simple programs most filters are on an item's
-	// fields alone (see pkg/jqpred); nil when the program is not one.
-	// When it does not decide, Match on the whole document does.
-	Fast *jqpred.Predicate
-}
-
-// CompileFilter compiles a --filter program; an empty one gives nil.
-func CompileFilter(expr string) (*Filter, error) {
-	if expr == "" {
-		return nil, nil
-	}
-	code, err := CompileJQ(expr)
-	if err != nil {
-		return nil, err
-	}
-	return &Filter{code: code, Fast: jqpred.Parse(expr)}, nil
-}
-
-// Match runs the program on a document in generic JSON form: true when its
-// first result is neither false nor null. It stops with ctx's error when
-// ctx ends, however long the program would run.
-func (f *Filter) Match(ctx context.Context, input any) (bool, error) {
-	v, ok := f.code.RunWithContext(ctx, input).Next()
-	if !ok {
-		return false, nil
-	}
-	if err, isErr := v.(error); isErr {
-		return false, err
-	}
-	return v != nil && v != false, nil
-}
-
-// WarnOnce returns an onError for CompilePredicate that writes one warning
-// to w, the first time a filter fails.
-func WarnOnce(w io.Writer) func(error) {
-	var once sync.Once
-	return func(err error) {
-		once.Do(func() {
-			fmt.Fprintf(w, "jetctl: warning: --filter failed (%v); items it fails on do not match\n", err)
-		})
-	}
 }
 
 // AppendJQ runs the --jq program on a value already in generic JSON form

@@ -162,40 +162,55 @@ type fields map[string]any
 
 func (f fields) Field(name string) (any, error) { return f[name], nil }
 
-// KeepFields decides simple programs on the fields and gives the rest,
-// and inputs the fields cannot decide, to gojq on the whole document,
-// whose failures reach onError.
-func TestPredicateKeepFields(t *testing.T) {
+// Keep decides simple programs on the fields and gives the rest, and
+// inputs the fields cannot decide, to gojq on the whole document, whose
+// failures it returns; the one warning names the item and the noun.
+func TestFilterKeep(t *testing.T) {
 	doc := map[string]any{"subject": "orders.paid", "data": "text"}
-	var failures []error
-	onError := func(err error) { failures = append(failures, err) }
 	calls := 0
-	document := func() any { calls++; return doc }
+	document := func() (any, error) { calls++; return doc, nil }
 	for _, tt := range []struct {
 		expr      string
 		keep      bool
 		documents int
-		failures  int
+		fails     bool
 	}{
-		{`.subject == "orders.paid"`, true, 0, 0},
-		{`.subject | startswith("orders.")`, true, 1, 0},
-		{`.data.id == 1`, false, 1, 1}, // cannot index a string: gojq says why
-		{`.missing == null`, true, 0, 0},
+		{`.subject == "orders.paid"`, true, 0, false},
+		{`.subject | startswith("orders.")`, true, 1, false},
+		{`.data.id == 1`, false, 1, true}, // cannot index a string: gojq says why
+		{`.missing == null`, true, 0, false},
 	} {
-		calls, failures = 0, nil
-		p, err := CompilePredicate(tt.expr, onError)
+		calls = 0
+		f, err := CompileFilter(tt.expr, "messages it fails on")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.KeepFields(context.Background(), fields(doc), document); got != tt.keep || calls != tt.documents || len(failures) != tt.failures {
-			t.Errorf("%s: keep %v, %d documents built, failures %v; want %v, %d, %d", tt.expr, got, calls, failures, tt.keep, tt.documents, tt.failures)
+		got, err := f.Keep(context.Background(), fields(doc), document)
+		if got != tt.keep || calls != tt.documents || (err != nil) != tt.fails {
+			t.Errorf("%s: keep %v, %d documents built, error %v; want %v, %d, failure %v", tt.expr, got, calls, err, tt.keep, tt.documents, tt.fails)
 		}
-		if got := p.Keep(context.Background(), doc); got != tt.keep {
-			t.Errorf("%s: Keep on the document %v, KeepFields %v", tt.expr, got, tt.keep)
+		if got, _ := f.Keep(context.Background(), nil, document); got != tt.keep {
+			t.Errorf("%s: Keep on the document %v, on the fields %v", tt.expr, got, tt.keep)
+		}
+		if tt.fails {
+			want := "jetctl: warning: --filter failed on seq 2 (" + err.Error() + "); messages it fails on do not match\n"
+			if w := f.Warning("seq 2", err); w != want {
+				t.Errorf("Warning = %q, want %q", w, want)
+			}
+			var out bytes.Buffer
+			warn := f.WarnOnce(&out)
+			warn("seq 2", err)
+			warn("seq 3", err)
+			if out.String() != want {
+				t.Errorf("WarnOnce wrote %q", out.String())
+			}
 		}
 	}
-	if p, err := CompilePredicate("", onError); p != nil || err != nil {
-		t.Errorf("empty program: %v, %v", p, err)
+	if f, err := CompileFilter("", "x"); f != nil || err != nil {
+		t.Errorf("empty program: %v, %v", f, err)
+	}
+	if _, err := CompileFilter(".[", "x"); err == nil {
+		t.Error("a bad program compiled")
 	}
 }
 
@@ -241,19 +256,11 @@ func TestJQStopsWithContext(t *testing.T) {
 		t.Errorf("AppendJQ: %v, want context.Canceled", err)
 	}
 
-	f, err := CompileFilter(forever)
+	f, err := CompileFilter(forever, "items")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if keep, err := f.Match(ctx, map[string]any{}); keep || !errors.Is(err, context.Canceled) {
-		t.Errorf("Match: %v, %v; want false, context.Canceled", keep, err)
-	}
-	warned := false
-	pred, err := CompilePredicate(forever, func(error) { warned = true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pred.Keep(ctx, map[string]any{}) || warned {
-		t.Errorf("Keep: kept, or warned (%v)", warned)
+	if keep, err := f.Keep(ctx, nil, func() (any, error) { return map[string]any{}, nil }); keep || err != nil {
+		t.Errorf("Keep: %v, %v; want false and no failure to warn of", keep, err)
 	}
 }

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,7 +140,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		if !f.IO.CanPrompt() {
 			return exitcode.UsageErrorf("apply changes the server: pass --yes (or --auto-approve) when not running in a terminal; nothing was changed")
 		}
-		if !confirm(f) {
+		if !f.IO.Confirm("\nApply these changes?", factory.AcceptWordYes) {
 			// Not invalid input: exit 1, as terraform does.
 			return exitcode.Newf(exitcode.Failure, "apply cancelled; nothing was changed")
 		}
@@ -207,12 +206,6 @@ func destructiveSummary(pl *pkgplan.Plan) string {
 		parts = append(parts[:3], fmt.Sprintf("%d more", len(parts)-3))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func confirm(f *factory.Factory) bool {
-	fmt.Fprint(f.IO.Out, "\nApply these changes? Only 'yes' is accepted: ")
-	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	return strings.TrimSpace(line) == "yes"
 }
 
 func reportPartial(f *factory.Factory, res *pkgplan.ApplyResult) {

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -50,14 +48,14 @@ file: YAML reads JSON), and --jq runs on that JSON; -o table is refused.`,
 				// no quotes where none are needed.
 				data, err := pkgplan.Export(cmd.Context(), js, o)
 				if err != nil {
-					return exportError(err)
+					return err
 				}
 				_, err = f.IO.Out.Write(data)
 				return err
 			}
 			data, err := pkgplan.ExportJSON(cmd.Context(), js, o)
 			if err != nil {
-				return exportError(err)
+				return err
 			}
 			return p.Print(data, nil)
 		},
@@ -68,12 +66,4 @@ file: YAML reads JSON), and --jq runs on that JSON; -o table is refused.`,
 	fl.StringArrayVar(&o.ObjectStores, "object-store", nil, "object store to export (repeatable)")
 	fl.BoolVar(&o.All, "all", false, "export every stream, KV bucket and object store")
 	return c
-}
-
-func exportError(err error) error {
-	var nf *pkgplan.NotFoundError
-	if errors.As(err, &nf) {
-		return exitcode.New(exitcode.NotFound, err)
-	}
-	return err
 }

@@ -33,11 +33,11 @@ func (s *Skips) jqFailed(m *envelope.Message, err error) {
 	}
 }
 
-func (s *Skips) filterFailed(seq uint64, err error) {
+func (s *Skips) filterFailed(seq uint64, warning string) {
 	s.Filter++
 	if s.Filter == 1 {
 		s.firstFilter = seq
-		fmt.Fprintf(s.w, "jetctl: warning: --filter failed on seq %d (%v); messages it fails on do not match\n", seq, err)
+		io.WriteString(s.w, warning)
 	}
 }
 
@@ -58,14 +58,16 @@ func (s *Skips) Summary() string {
 // the whole message. A failure on a message goes to skips, and no match.
 // A program still running when ctx ends stops, and matches nothing.
 func MessageFilter(ctx context.Context, expr string, skips *Skips) (func(*envelope.Message) (bool, error), error) {
-	var seq uint64
-	pred, err := output.CompilePredicate(expr, func(err error) { skips.filterFailed(seq, err) })
-	if pred == nil || err != nil {
+	filter, err := output.CompileFilter(expr, "messages it fails on")
+	if filter == nil || err != nil {
 		return nil, err
 	}
 	return func(m *envelope.Message) (bool, error) {
-		seq = m.Seq
-		return pred.KeepFields(ctx, m, func() any { return m.Generic() }), nil
+		keep, err := filter.Keep(ctx, m, func() (any, error) { return m.Generic(), nil })
+		if err != nil {
+			skips.filterFailed(m.Seq, filter.Warning(fmt.Sprintf("seq %d", m.Seq), err))
+		}
+		return keep, nil
 	}, nil
 }
 

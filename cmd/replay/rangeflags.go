@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/replay"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // RangeFlags are the flags that select messages of a stream; `stream tail`
@@ -19,9 +19,9 @@ import (
 type RangeFlags struct {
 	fromSeq  uint64
 	toSeq    uint64
-	since    string
-	fromTime string
-	toTime   string
+	since    time.Duration
+	fromTime time.Time
+	toTime   time.Time
 	last     uint64
 	subjects []string
 	follow   bool
@@ -37,30 +37,30 @@ func (r *RangeFlags) Bind(fs *pflag.FlagSet, withEnd bool) { r.bind(fs, withEnd)
 func (r *RangeFlags) bind(fs *pflag.FlagSet, withEnd bool) {
 	r.withEnd = withEnd
 	fs.Uint64Var(&r.fromSeq, "from-seq", 0, "start at this stream sequence")
-	fs.StringVar(&r.since, "since", "", "start this long ago (e.g. 15m, 2h, 7d)")
-	fs.StringVar(&r.fromTime, "from-time", "", "start at this time (RFC 3339)")
+	factory.DurationVar(fs, &r.since, "since", 0, "start this long ago (e.g. 15m, 2h, 7d)").Positive().Hint("use a duration like 15m, 2h or 7d")
+	factory.TimeVar(fs, &r.fromTime, "from-time", "start at this time (RFC 3339)").Hint(timeHint)
 	fs.Uint64Var(&r.last, "last", 0, "only the last N messages (of the range, matching --subject)")
 	fs.StringArrayVar(&r.subjects, "subject", nil, "only messages on this subject (repeatable, wildcards allowed)")
 	fs.StringVar(&r.reader, "reader", "", "how to read: ordered, direct or get (default: by the stream's retention)")
 	if withEnd {
 		fs.Uint64Var(&r.toSeq, "to-seq", 0, "end at this stream sequence (inclusive)")
-		fs.StringVar(&r.toTime, "to-time", "", "end before this time (RFC 3339, exclusive)")
+		factory.TimeVar(fs, &r.toTime, "to-time", "end before this time (RFC 3339, exclusive)").Hint(timeHint)
 		fs.BoolVar(&r.follow, "follow", false, "keep reading new messages after the range's end")
 	}
 }
 
 func (r *RangeFlags) any() bool {
-	return r.fromSeq > 0 || r.toSeq > 0 || r.since != "" || r.fromTime != "" || r.toTime != "" || r.last > 0 || len(r.subjects) > 0
+	return r.fromSeq > 0 || r.toSeq > 0 || r.since > 0 || !r.fromTime.IsZero() || !r.toTime.IsZero() || r.last > 0 || len(r.subjects) > 0
 }
 
 // Starts reports whether a start was given (else a tail starts at new messages).
 func (r *RangeFlags) Starts() bool {
-	return r.fromSeq > 0 || r.since != "" || r.fromTime != "" || r.last > 0
+	return r.fromSeq > 0 || r.since > 0 || !r.fromTime.IsZero() || r.last > 0
 }
 
 func (r *RangeFlags) validate() error {
 	starts := 0
-	for _, set := range []bool{r.fromSeq > 0, r.since != "", r.fromTime != ""} {
+	for _, set := range []bool{r.fromSeq > 0, r.since > 0, !r.fromTime.IsZero()} {
 		if set {
 			starts++
 		}
@@ -68,10 +68,10 @@ func (r *RangeFlags) validate() error {
 	if starts > 1 {
 		return exitcode.UsageErrorf("use one of --from-seq, --since and --from-time")
 	}
-	if r.toSeq > 0 && r.toTime != "" {
+	if r.toSeq > 0 && !r.toTime.IsZero() {
 		return exitcode.UsageErrorf("use --to-seq or --to-time, not both")
 	}
-	if r.follow && (r.toSeq > 0 || r.toTime != "") {
+	if r.follow && (r.toSeq > 0 || !r.toTime.IsZero()) {
 		return exitcode.UsageErrorf("--follow has no end: drop --to-seq/--to-time")
 	}
 	if r.last > math.MaxInt64 {
@@ -117,37 +117,23 @@ func (r *RangeFlags) config(stream string) (replay.Config, error) {
 		Follow:   r.follow,
 		Reader:   replay.ReaderKind(r.reader),
 	}
-	var err error
-	if r.since != "" {
-		d, err := units.ParseDuration(r.since)
-		if err != nil || d <= 0 {
-			return cfg, exitcode.UsageErrorf("invalid --since %q: use a duration like 15m, 2h or 7d", r.since)
-		}
-		cfg.FromTime = time.Now().Add(-d)
+	if r.since > 0 {
+		cfg.FromTime = time.Now().Add(-r.since)
 	}
-	if cfg.FromTime.IsZero() && r.fromTime != "" {
-		if cfg.FromTime, err = parseTime("--from-time", r.fromTime); err != nil {
-			return cfg, err
-		}
+	if cfg.FromTime.IsZero() {
+		cfg.FromTime = r.fromTime
 	}
-	if r.toTime != "" {
-		if cfg.ToTime, err = parseTime("--to-time", r.toTime); err != nil {
-			return cfg, err
-		}
+	if !r.toTime.IsZero() {
+		cfg.ToTime = r.toTime
 		if !cfg.FromTime.IsZero() && !cfg.ToTime.After(cfg.FromTime) {
-			return cfg, exitcode.UsageErrorf("--to-time %s is not after the start %s", r.toTime, cfg.FromTime.Format(time.RFC3339))
+			return cfg, exitcode.UsageErrorf("--to-time %s is not after the start %s", r.toTime.Format(time.RFC3339Nano), cfg.FromTime.Format(time.RFC3339))
 		}
 	}
 	return cfg, nil
 }
 
-func parseTime(flag, v string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, exitcode.UsageErrorf("invalid %s %q: use RFC 3339, e.g. 2026-11-29T02:10:00Z", flag, v)
-	}
-	return t, nil
-}
+// timeHint is what replay's bad --from-time and --to-time suggest.
+const timeHint = "use RFC 3339, e.g. 2026-11-29T02:10:00Z"
 
 func validSubjectFilter(s string) error {
 	if s == "" {
@@ -169,5 +155,3 @@ func validSubjectFilter(s string) error {
 	}
 	return nil
 }
-
-func errorsIsUnsupported(err error) bool { return errors.Is(err, replay.ErrUnsupported) }

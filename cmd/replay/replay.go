@@ -21,7 +21,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type options struct {
@@ -36,7 +35,7 @@ type options struct {
 	fromFile     string
 	raw          bool
 	filter       string
-	rate         string
+	rate         float64
 	pace         string
 	speed        float64
 	maxGap       time.Duration
@@ -150,7 +149,7 @@ the stream leader; where direct access is off).`,
 	fl.StringVar(&o.fromFile, "from-file", "", "read messages from a JSON-lines dump instead of a stream")
 	fl.BoolVar(&o.raw, "raw", false, "print payloads only, one a line")
 	fl.StringVar(&o.filter, "filter", "", "jq program: keep messages for which it is true")
-	fl.StringVar(&o.rate, "rate", "", "at most this many messages per second (e.g. 500/s)")
+	factory.RateVar(fl, &o.rate, "rate", "at most this many messages per second (e.g. 500/s)")
 	fl.StringVar(&o.pace, "pace", "", `"original" reproduces the messages' original timing`)
 	fl.Float64Var(&o.speed, "speed", 1, "with --pace original: play this many times faster")
 	fl.DurationVar(&o.maxGap, "max-gap", 0, "with --pace original: never wait longer than this between messages")
@@ -203,28 +202,13 @@ func (o *options) validate() error {
 	if o.maxGap < 0 {
 		return exitcode.UsageErrorf("--max-gap must not be negative, got %s", o.maxGap)
 	}
-	if o.rate != "" && o.pace != "" {
+	if o.rate > 0 && o.pace != "" {
 		return exitcode.UsageErrorf("use --rate or --pace original, not both")
-	}
-	if _, err := parseRate(o.rate); err != nil {
-		return err
 	}
 	if o.maxInFlight < 1 {
 		return exitcode.UsageErrorf("--max-in-flight must be at least 1")
 	}
 	return nil
-}
-
-// parseRate reads --rate: "500", "500/s", "30/m"; empty is no limit.
-func parseRate(s string) (float64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	r, err := units.ParseRate(s)
-	if err != nil {
-		return 0, exitcode.UsageErrorf("invalid --rate %q: use e.g. 500/s", s)
-	}
-	return r, nil
 }
 
 func run(ctx context.Context, f *factory.Factory, o *options, stream string) error {
@@ -245,7 +229,6 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if err != nil {
 		return err
 	}
-	rate, _ := parseRate(o.rate)
 	var cp *replay.Checkpoint
 	if o.checkpoint != "" {
 		if cp, err = replay.LoadCheckpoint(o.checkpoint); err != nil {
@@ -287,7 +270,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	} else {
 		r, err := replay.Resolve(ctx, js, cfg)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
 		if cp != nil {
 			if r, err = replay.Resume(r, cp); err != nil {
@@ -309,7 +292,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	defer closeSink()
 
 	opts := replay.Options{
-		Rate:           rate,
+		Rate:           o.rate,
 		PaceOriginal:   o.pace == "original",
 		Speed:          o.speed,
 		MaxGap:         o.maxGap,
@@ -344,7 +327,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		return exitcode.New(partial, fmt.Errorf("stopped: %w", err))
 	}
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	if len(sum.Failed) > 0 {
 		return exitcode.Silent(partial)
@@ -409,13 +392,6 @@ func connectionNotice(f *factory.Factory) func(up bool, server string, down time
 		}
 		fmt.Fprintf(f.IO.ErrOut, "jetctl: reconnected to %s after %s; sending again what was not acknowledged\n", server, down.Round(time.Millisecond))
 	}
-}
-
-func mapErr(err error) error {
-	if errorsIsUnsupported(err) {
-		return exitcode.New(exitcode.Usage, err)
-	}
-	return err
 }
 
 // sink builds where messages go; closeSink releases files and connections.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	cmdreplay "github.com/jetctl/jetctl/cmd/replay"
+	"github.com/jetctl/jetctl/cmd/tailflags"
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/replay"
 )
@@ -18,9 +18,7 @@ import (
 type tailOptions struct {
 	rng    cmdreplay.RangeFlags
 	filter string
-	raw    bool
-	count  uint64
-	wait   time.Duration
+	tail   tailflags.Flags
 }
 
 // errCountReached ends a tail that has seen --count matches: a success.
@@ -62,9 +60,7 @@ event shows up".`,
 	fl := cmd.Flags()
 	o.rng.Bind(fl, false)
 	fl.StringVar(&o.filter, "filter", "", "jq program: keep messages for which it is true")
-	fl.BoolVar(&o.raw, "raw", false, "print payloads only, one a line")
-	fl.Uint64Var(&o.count, "count", 0, "stop with exit 0 after this many matching messages")
-	fl.DurationVar(&o.wait, "wait", 0, "give up with exit 5 after this long")
+	o.tail.Bind(fl, "matching messages", "payloads")
 	return cmd
 }
 
@@ -73,8 +69,8 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if err != nil {
 		return err
 	}
-	if o.wait < 0 {
-		return exitcode.UsageErrorf("--wait must be positive")
+	if err := o.tail.Validate(); err != nil {
+		return err
 	}
 	skips := cmdreplay.NewSkips(f.IO.ErrOut)
 	filter, err := cmdreplay.MessageFilter(ctx, o.filter, skips)
@@ -91,13 +87,11 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	cfg.Follow = true
 	cfg.New = !o.rng.Starts()
 
+	parent := ctx
+	ctx, stop := o.tail.WithWait(ctx)
+	defer stop()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if o.wait > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, o.wait, context.DeadlineExceeded)
-		defer stop()
-	}
 
 	js, err := f.JetStream(ctx)
 	if err != nil {
@@ -105,36 +99,33 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	}
 	r, err := replay.Resolve(ctx, js, cfg)
 	if err != nil {
-		if errors.Is(err, replay.ErrUnsupported) {
-			return exitcode.New(exitcode.Usage, err)
-		}
 		return err
 	}
 
 	var format func([]byte, *envelope.Message) ([]byte, error)
 	switch {
-	case o.raw:
+	case o.tail.Raw:
 		format = func(buf []byte, m *envelope.Message) ([]byte, error) {
-			return append(append(buf, m.Data...), '\n'), nil
+			return tailflags.Line(buf, m.Data), nil
 		}
 	case f.Output.JQ != "":
 		format = cmdreplay.JQFormat(p, skips)
 	}
 	lines := replay.NewLineSink(f.IO.Out, format)
-	matched := uint64(0)
+	matched := 0
 	sink := &flushingSink{LineSink: lines, after: func() {
 		matched++
-		if o.count > 0 && matched >= o.count {
+		if o.tail.Count > 0 && matched >= o.tail.Count {
 			cancel(errCountReached)
 		}
 	}}
 	opts := replay.Options{Filter: filter}
 	_, err = replay.Run(ctx, replay.StreamSource(js, r), sink, replay.Summary{Stream: stream}, opts)
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errCountReached):
+	switch {
+	case errors.Is(context.Cause(ctx), errCountReached):
 		return nil
-	case errors.Is(cause, context.DeadlineExceeded):
-		return exitcode.Newf(exitcode.Timeout, "stream %q: waited %s, saw %d of %d matching messages", stream, o.wait, matched, o.count)
+	case o.tail.TimedOut(parent, ctx):
+		return o.tail.Expired(tailflags.Messages, fmt.Sprintf("stream %q", stream), matched)
 	}
 	return err
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/logctx"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // WaitConfig names a consumer and the one condition to wait for.
@@ -117,7 +118,7 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 	for {
 		s := FromInfo(info)
 		s.Classify(Thresholds{})
-		slog.Debug("consumer wait poll", "stream", cfg.Stream, "consumer", cfg.Consumer, "condition", condition,
+		logctx.From(ctx).Debug("consumer wait poll", "stream", cfg.Stream, "consumer", cfg.Consumer, "condition", condition,
 			"ack_floor", s.AckFloorStreamSeq, "target", res.TargetStreamSeq, "unprocessed", s.Unprocessed, "ack_pending", s.AckPending)
 		if cfg.Progress != nil {
 			cfg.Progress(WaitProgress{State: s, Target: res.TargetStreamSeq})
@@ -127,7 +128,7 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 			res.Waited = ShortDuration(time.Since(start))
 			return res, nil
 		}
-		if err := jsapi.Sleep(ctx, poll); err != nil {
+		if err := retry.Sleep(ctx, poll); err != nil {
 			return nil, err
 		}
 		poll = min(poll*2, cfg.MaxPoll)

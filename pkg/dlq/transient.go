@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // transientAttempts bounds how often one request of a sweep is tried when
@@ -22,24 +24,30 @@ func transient(err error) bool {
 }
 
 // retryTransient runs request until it gets an answer, an error that is
-// not transient, or transientAttempts tries; between tries it waits for
-// the connection to be back (at most timeout) and a growing pause.
+// not transient, or transientAttempts tries; between tries it pauses (a
+// growing pause) and waits for the connection to be back (at most
+// timeout), both ending with ctx.
 func retryTransient(ctx context.Context, nc *nats.Conn, timeout time.Duration, request func() error) error {
-	pause := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := request()
-		if err == nil || !transient(err) || attempt == transientAttempts || ctx.Err() != nil {
-			return err
+	var last error
+	return retry.Do(ctx, retry.Policy{Attempts: transientAttempts, Pause: 100 * time.Millisecond, Retryable: transient},
+		func(ctx context.Context) error {
+			if last != nil {
+				// Not again once ctx has ended: the sweep is stopping.
+				if waitConnected(ctx, nc, timeout); ctx.Err() != nil {
+					return last
+				}
+			}
+			last = request()
+			return last
+		})
+}
+
+// waitConnected waits until nc is connected, for at most timeout.
+func waitConnected(ctx context.Context, nc *nats.Conn, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for nc != nil && !nc.IsConnected() && time.Now().Before(deadline) {
+		if retry.Sleep(ctx, 50*time.Millisecond) != nil {
+			return
 		}
-		deadline := time.Now().Add(timeout)
-		for nc != nil && !nc.IsConnected() && time.Now().Before(deadline) && ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-		pause *= 2
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // Client sends API requests on a JetStream handle's connection, honouring
@@ -99,17 +100,19 @@ func (c *Client) request(ctx context.Context, subject string, req any) (*respons
 	ctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 	var reply *nats.Msg
-	for attempt := 0; ; attempt++ {
-		c.TraceRequest(c.Prefix+subject, body)
-		reply, err = c.NC.RequestWithContext(ctx, c.Prefix+subject, body)
-		// No responders: a leader election is under way; try again.
-		if errors.Is(err, nats.ErrNoResponders) && attempt < 20 && ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		break
-	}
+	// No responders: a leader election is under way; try again.
+	err = retry.Do(ctx, retry.Policy{Attempts: 21, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
+		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) }},
+		func(ctx context.Context) (err error) {
+			c.TraceRequest(c.Prefix+subject, body)
+			reply, err = c.NC.RequestWithContext(ctx, c.Prefix+subject, body)
+			return err
+		})
 	if err != nil {
+		if ctx.Err() != nil {
+			// The request's deadline or the command's end, not the election.
+			return nil, ctx.Err()
+		}
 		return nil, err
 	}
 	c.TraceReply(c.Prefix+subject, reply)

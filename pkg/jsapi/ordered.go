@@ -1,10 +1,10 @@
 package jsapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/logctx"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // ReadOrdered reads with a plain ephemeral pull consumer (no acks, in
@@ -25,7 +28,7 @@ import (
 const (
 	// maxPullBatch is the size of one pull request of small messages; two
 	// are outstanding. Streams of large messages pull fewer at a time (see
-	// batchFor and pullBuffer).
+	// batchFor and OrderedRead.Buffer).
 	maxPullBatch = 4096
 	minPullBatch = 16
 	// pullRestarts bounds how often a bounded read recreates its consumer
@@ -37,15 +40,12 @@ const (
 	followRetryMax = 5 * time.Second
 )
 
-// pullBuffer bounds the bytes a pull request asks for. A variable so that
-// tests can shrink it.
-var pullBuffer uint64 = 8 << 20
-
-// pullHeartbeat is the idle heartbeat asked of the server; a read that
-// hears nothing for three of them while it waits for the server starts
-// over (following) or fails (bounded). A variable so that tests can
-// shorten it.
-var pullHeartbeat = 5 * time.Second
+// The defaults of OrderedRead's Buffer, Heartbeat and CleanupTimeout.
+const (
+	defaultPullBuffer             uint64 = 8 << 20
+	defaultPullHeartbeat                 = 5 * time.Second
+	defaultConsumerCleanupTimeout        = 2 * time.Second
+)
 
 var (
 	// ErrStop, returned by a ReadOrdered callback, ends the read without
@@ -73,6 +73,22 @@ type OrderedRead struct {
 	Follow bool
 	// Match, if set, filters subjects in the client.
 	Match func(subject string) bool
+	// Buffer bounds the bytes a pull request asks for (default 8 MiB).
+	Buffer uint64
+	// Heartbeat is the idle heartbeat asked of the server; a read that
+	// hears nothing for three of them while it waits for the server starts
+	// over (following) or fails (bounded). Default 5s.
+	Heartbeat time.Duration
+	// CleanupTimeout bounds the removal of a read's consumer (default 2s).
+	CleanupTimeout time.Duration
+}
+
+func (p *OrderedRead) buffer() uint64 { return cmp.Or(p.Buffer, defaultPullBuffer) }
+
+func (p *OrderedRead) heartbeat() time.Duration { return cmp.Or(p.Heartbeat, defaultPullHeartbeat) }
+
+func (p *OrderedRead) cleanupTimeout() time.Duration {
+	return cmp.Or(p.CleanupTimeout, defaultConsumerCleanupTimeout)
 }
 
 // StoredMsg is a message as the stream stores it. The callback must not
@@ -107,7 +123,7 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		restarts = 0
 	}
 	var cur cursor
-	pause := followRetryMin
+	backoff := retry.Policy{Pause: followRetryMin, MaxPause: followRetryMax}.Backoff()
 	for i := 0; ; i++ {
 		switch {
 		case lastPerSubject && !cur.caughtUp:
@@ -123,14 +139,13 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		case errors.Is(err, ErrStop):
 			return nil
 		case retry && ctx.Err() == nil && (p.Follow || i < restarts):
-			slog.Debug("reading: starting a new consumer", "of", p.Label, "after_seq", last, "in", pause, "because", err)
 			if last != before {
-				pause = followRetryMin
+				backoff.Reset()
 			}
-			if err := Sleep(ctx, pause); err != nil {
+			logctx.From(ctx).Debug("reading: starting a new consumer", "of", p.Label, "after_seq", last, "in", backoff.Next(), "because", err)
+			if err := backoff.Wait(ctx); err != nil {
 				return err
 			}
-			pause = min(2*pause, followRetryMax)
 			continue
 		case errors.Is(err, errGap):
 			return fmt.Errorf("%s: reading: the server skipped messages; try again", p.Label)
@@ -142,14 +157,14 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 }
 
 // batchFor sizes pull requests by the stream's average message size, so
-// that what is pulled but not yet handled stays near 2 × pullBuffer bytes
+// that what is pulled but not yet handled stays near 2 × buffer bytes
 // rather than 8,192 large messages.
-func batchFor(info *jetstream.StreamInfo) int {
+func batchFor(info *jetstream.StreamInfo, buffer uint64) int {
 	if info == nil || info.State.Msgs == 0 {
 		return maxPullBatch
 	}
 	avg := max(info.State.Bytes/info.State.Msgs, 1)
-	return int(min(max(pullBuffer/avg, minPullBatch), maxPullBatch))
+	return int(min(max(buffer/avg, minPullBatch), maxPullBatch))
 }
 
 // nothingPending asks the server whether the consumer has anything left to
@@ -174,18 +189,6 @@ func isTransient(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
-// Sleep waits for d, or until ctx ends with ctx's error.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // cursor is where a read is, across the consumers it creates.
 type cursor struct {
 	// last is the last stream sequence handed over (or filtered out).
@@ -196,9 +199,6 @@ type cursor struct {
 	caughtUp    bool
 	skipThrough uint64
 }
-
-// consumerCleanupTimeout bounds the removal of a read's consumer.
-var consumerCleanupTimeout = 2 * time.Second
 
 // pullOnce is one consumer's part of a read.
 func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, p *OrderedRead, fn func(*StoredMsg) error, cur *cursor) error {
@@ -230,7 +230,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 			_ = nc.PublishRequest(subject, nc.NewInbox(), nil)
 			return
 		}
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), consumerCleanupTimeout)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cleanupTimeout())
 		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
 		cancel()
 	}()
@@ -247,12 +247,12 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		return nil
 	}
 
-	batch := batchFor(stream.CachedInfo())
-	slog.Debug("reading with a pull consumer", "of", p.Label, "consumer", info.Name,
+	batch := batchFor(stream.CachedInfo(), p.buffer())
+	logctx.From(ctx).Debug("reading with a pull consumer", "of", p.Label, "consumer", info.Name,
 		"after_seq", cur.last, "pending", info.NumPending, "batch", batch, "follow", p.Follow)
 	next := APIPrefix(js.Options()) + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
 	request := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
-		batch, int64(time.Hour), int64(pullHeartbeat))
+		batch, int64(time.Hour), int64(p.heartbeat()))
 	// A plain inbox: one under the connection's response prefix would also
 	// reach the request multiplexer with every message.
 	inbox := nc.NewInbox()
@@ -378,7 +378,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		}
 	}
 	mu.Unlock()
-	tick := time.NewTicker(pullHeartbeat)
+	tick := time.NewTicker(p.heartbeat())
 	defer tick.Stop()
 	seen, quiet := heard.Load(), 0
 	for {
@@ -400,7 +400,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 				if p.Follow {
 					return abort(errRestart)
 				}
-				return abort(fmt.Errorf("%s: reading: no message from the server in %s", p.Label, 3*pullHeartbeat))
+				return abort(fmt.Errorf("%s: reading: no message from the server in %s", p.Label, 3*p.heartbeat()))
 			}
 		}
 	}

@@ -41,13 +41,12 @@ func startStream(t *testing.T, n, size int) (jetstream.JetStream, jetstream.Stre
 // A callback that is slow (a downstream pipe that stalls) is not the server
 // falling silent: the read neither fails nor starts over.
 func TestReadOrderedSlowCallbackIsNotSilence(t *testing.T) {
-	defer jsapi.SetPullHeartbeat(100 * time.Millisecond)()
 	js, s := startStream(t, 300, 64<<10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, follow := range []bool{false, true} {
 		var got []uint64
-		r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 300, Follow: follow}
+		r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 300, Follow: follow, Heartbeat: 100 * time.Millisecond}
 		err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
 			got = append(got, m.Seq)
 			if len(got) == 10 || len(got) == 200 {
@@ -133,12 +132,11 @@ func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
 // expiry) ends once the server has nothing left for it, instead of waiting
 // for its hour-long pull to expire.
 func TestReadOrderedEndsWhenMessagesVanish(t *testing.T) {
-	defer jsapi.SetPullHeartbeat(100 * time.Millisecond)()
 	js, s := startStream(t, 1000, 64<<10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	got := 0
-	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 1000}
+	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 1000, Heartbeat: 100 * time.Millisecond}
 	start := time.Now()
 	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
 		if got++; got == 10 {
@@ -166,7 +164,6 @@ func TestReadOrderedEndsWhenMessagesVanish(t *testing.T) {
 func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
 	// Pulls of 16: most last messages are still on the server when the
 	// consumer goes.
-	defer jsapi.SetPullBuffer(1)()
 	js, s := startStream(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -190,7 +187,7 @@ func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]string{}
-	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubjects: []string{"orders.>"}}, Follow: true}
+	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubjects: []string{"orders.>"}}, Follow: true, Buffer: 1}
 	var deleted int
 	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
 		if v, dup := seen[m.Subject]; dup {

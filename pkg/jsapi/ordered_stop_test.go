@@ -82,7 +82,6 @@ func startFreezer(t *testing.T, target string) (*freezer, string) {
 // once, even when the server no longer answers: it does not wait to remove
 // its consumer. A removal could wait an hour here; the read must not.
 func TestReadOrderedDeadlineDoesNotWaitForTheServer(t *testing.T) {
-	defer jsapi.SetConsumerCleanupTimeout(time.Hour)()
 	srv := embeddedtest.Start(t)
 	f, addr := startFreezer(t, srv.URL()[len("nats://"):])
 	nc, err := nats.Connect("nats://"+addr, nats.NoReconnect())
@@ -102,7 +101,7 @@ func TestReadOrderedDeadlineDoesNotWaitForTheServer(t *testing.T) {
 	}
 
 	ctx, stop := context.WithCancelCause(context.Background())
-	read := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}, Follow: true}
+	read := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}, Follow: true, CleanupTimeout: time.Hour}
 	done := make(chan error, 1)
 	go func() { done <- jsapi.ReadOrdered(ctx, js, s, read, func(*jsapi.StoredMsg) error { return nil }) }()
 	// Wait until the read's consumer exists, then freeze the server and stop.

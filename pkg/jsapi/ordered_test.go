@@ -56,11 +56,11 @@ func TestBatchFor(t *testing.T) {
 		{10, 64 << 20 * 10, minPullBatch},
 	} {
 		info := &jetstream.StreamInfo{State: jetstream.StreamState{Msgs: c.msgs, Bytes: c.bytes}}
-		if got := batchFor(info); got != c.want {
+		if got := batchFor(info, defaultPullBuffer); got != c.want {
 			t.Errorf("%d messages, %d bytes: batch %d, want %d", c.msgs, c.bytes, got, c.want)
 		}
 	}
-	if got := batchFor(nil); got != maxPullBatch {
+	if got := batchFor(nil, defaultPullBuffer); got != maxPullBatch {
 		t.Errorf("no info: batch %d", got)
 	}
 }

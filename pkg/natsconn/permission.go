@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"regexp"
 	"strings"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetctl/jetctl/pkg/logctx"
 )
 
 // PermissionError is the server refusing this user a publish or a
@@ -67,6 +68,6 @@ func asyncErrors(ctx context.Context) nats.Option {
 		if sub != nil {
 			attrs = append(attrs, "subject", sub.Subject)
 		}
-		slog.Debug("nats: asynchronous error", attrs...)
+		logctx.From(ctx).Debug("nats: asynchronous error", attrs...)
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // Step is one change apply makes to the server.
@@ -483,50 +485,42 @@ const reconfigureWait = 5 * time.Minute
 // because a move (10124) or another reconfiguration (10226) of the stream
 // is still in progress, for at most reconfigureWait.
 func retryWhileReconfiguring(ctx context.Context, update func(context.Context) error) error {
-	deadline := time.Now().Add(reconfigureWait)
-	pause := 100 * time.Millisecond
-	for {
-		err := update(ctx)
-		var apiErr *jetstream.APIError
-		if err == nil || !errors.As(err, &apiErr) ||
-			apiErr.ErrorCode != jsErrMoveInProgress && apiErr.ErrorCode != jsErrReconfigureInProgress ||
-			time.Now().Add(pause).After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 2*time.Second)
-	}
+	return retry.Do(ctx, retry.Policy{
+		Within: reconfigureWait, Pause: 100 * time.Millisecond, MaxPause: 2 * time.Second,
+		Retryable: func(err error) bool {
+			var apiErr *jetstream.APIError
+			return errors.As(err, &apiErr) &&
+				(apiErr.ErrorCode == jsErrMoveInProgress || apiErr.ErrorCode == jsErrReconfigureInProgress)
+		},
+	}, update)
 }
+
+// errNotSettled is a stream still moving or scaling, for waitSettled.
+var errNotSettled = errors.New("not settled")
 
 // waitSettled waits, for at most reconfigureWait, until the stream has a
 // leader and exactly its replicas, all current: a move or scale the server
 // still carries out makes it briefly unlisted, or lists the peers of both
 // placements.
 func waitSettled(ctx context.Context, js jetstream.JetStream, stream string, replicas int) error {
-	deadline := time.Now().Add(reconfigureWait)
-	pause := 100 * time.Millisecond
-	for {
-		s, err := js.Stream(ctx, stream)
-		if err == nil {
-			ci := s.CachedInfo().Cluster
-			if ci == nil || settled(ci, max(replicas, 1)) {
-				return nil
+	err := retry.Do(ctx, retry.Policy{Within: reconfigureWait, Pause: 100 * time.Millisecond, MaxPause: time.Second},
+		func(ctx context.Context) error {
+			s, err := js.Stream(ctx, stream)
+			if err == nil {
+				ci := s.CachedInfo().Cluster
+				if ci == nil || settled(ci, max(replicas, 1)) {
+					return nil
+				}
 			}
-		}
-		if time.Now().Add(pause).After(deadline) {
-			return fmt.Errorf("stream %q: still moving or scaling after %s", stream, reconfigureWait)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, time.Second)
+			return errNotSettled
+		})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
+	return fmt.Errorf("stream %q: still moving or scaling after %s", stream, reconfigureWait)
 }
 
 func settled(ci *jetstream.ClusterInfo, replicas int) bool {

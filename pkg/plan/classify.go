@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 func boolOf(v any) bool { b, _ := v.(bool); return b }
@@ -289,10 +291,10 @@ func DisplayValue(kind Kind, path string, v any) string {
 		i, err := n.Int64()
 		if err == nil {
 			if durationFields[kind][top] {
-				return FormatDuration(time.Duration(i))
+				return units.FormatDuration(time.Duration(i))
 			}
 			if sizeFieldsByKind[kind][top] && i > 0 {
-				return FormatSize(i)
+				return units.FormatSize(i)
 			}
 		}
 		return n.String()

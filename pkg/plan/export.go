@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
+
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // ExportOptions select what Export writes.
@@ -371,10 +373,10 @@ func valueNode(kind Kind, name string, t reflect.Type, v any) *yaml.Node {
 	case json.Number:
 		i, err := x.Int64()
 		if err == nil && (t == durationType || durationFields[kind][name]) {
-			return scalar(FormatDuration(time.Duration(i)))
+			return scalar(units.FormatDuration(time.Duration(i)))
 		}
-		if err == nil && sizeFieldsByKind[kind][name] && i > 0 && FormatSize(i) != fmt.Sprint(i) {
-			return scalar(FormatSize(i))
+		if err == nil && sizeFieldsByKind[kind][name] && i > 0 && units.FormatSize(i) != fmt.Sprint(i) {
+			return scalar(units.FormatSize(i))
 		}
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: x.String()}
 	case bool:

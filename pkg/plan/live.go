@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // Live is what the server holds: every stream (KV and object store streams
@@ -190,10 +192,8 @@ func waitForLeader[T any](ctx context.Context, wait time.Duration, label string,
 		case !time.Now().Before(deadline):
 			return v, fmt.Errorf("%s: no leader answered within %s (the cluster may still be electing one; try again, or give a longer --timeout): %w", label, wait, err)
 		}
-		select {
-		case <-ctx.Done():
-			return v, ctx.Err()
-		case <-time.After(min(pause, time.Until(deadline))):
+		if err := retry.Sleep(ctx, min(pause, time.Until(deadline))); err != nil {
+			return v, err
 		}
 		pause = min(2*pause, 500*time.Millisecond)
 	}

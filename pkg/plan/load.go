@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
+
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // Problem is one thing wrong with the plan files, at a position.
@@ -493,7 +495,7 @@ func (l *loader) value(n *yaml.Node, t reflect.Type, path string, r *Resource, l
 		if n.Tag == "!!int" && n.Value != "0" {
 			return bad("expected a duration with a unit, such as %ss or %sd, got %s", n.Value, n.Value, n.Value)
 		}
-		d, err := ParseDuration(n.Value)
+		d, err := units.ParseDuration(n.Value)
 		if err != nil {
 			return bad("%v", err)
 		}
@@ -526,7 +528,7 @@ func (l *loader) value(n *yaml.Node, t reflect.Type, path string, r *Resource, l
 		}
 		var v int64
 		if size {
-			s, err := ParseSize(n.Value)
+			s, err := units.ParseSize(n.Value)
 			if err != nil {
 				return bad("%v", err)
 			}

@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // maxReplicas is the most replicas the server keeps of anything
@@ -100,7 +102,7 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 			}
 			if size, field := maxMessageSize(r); lim.MaxPayload > 0 && size > lim.MaxPayload {
 				rp.Warnings = append(rp.Warnings, fmt.Sprintf("%s %s is above the server's max_payload %s: the server refuses larger messages anyway",
-					field, FormatSize(size), FormatSize(lim.MaxPayload)))
+					field, units.FormatSize(size), units.FormatSize(lim.MaxPayload)))
 			}
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 var bucketNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
@@ -213,7 +215,7 @@ func (l *loader) validateStream(r *Resource) {
 		l.checkSubject(r, "subject_transform.src", c.SubjectTransform.Source)
 	}
 	if c.MaxAge != 0 && c.Duplicates > c.MaxAge {
-		l.problemAt(r.at("duplicate_window"), "%s: duplicate_window (%s) cannot be longer than max_age (%s)", r.Label(), FormatDuration(c.Duplicates), FormatDuration(c.MaxAge))
+		l.problemAt(r.at("duplicate_window"), "%s: duplicate_window (%s) cannot be longer than max_age (%s)", r.Label(), units.FormatDuration(c.Duplicates), units.FormatDuration(c.MaxAge))
 	}
 	if c.DenyPurge && c.AllowRollup {
 		l.problemAt(r.at("allow_rollup_hdrs"), "%s: allow_rollup_hdrs needs purges: it cannot be combined with deny_purge", r.Label())

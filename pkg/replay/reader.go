@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // Emit receives each message read, in stream order.
@@ -122,7 +123,7 @@ func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit)
 			if !r.Follow {
 				return nil
 			}
-			if err := jsapi.Sleep(ctx, followPoll); err != nil {
+			if err := retry.Sleep(ctx, followPoll); err != nil {
 				return err
 			}
 		}
@@ -142,7 +143,7 @@ func readGet(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) er
 			if !r.Follow {
 				return nil
 			}
-			if err := jsapi.Sleep(ctx, followPoll); err != nil {
+			if err := retry.Sleep(ctx, followPoll); err != nil {
 				return err
 			}
 			continue

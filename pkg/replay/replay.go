@@ -15,7 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // Options shape a replay beyond its range and sink.
@@ -287,7 +287,7 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 				if opts.MaxGap > 0 && gap > opts.MaxGap {
 					gap = opts.MaxGap
 				}
-				if err := jsapi.Sleep(ctx, gap); err != nil {
+				if err := retry.Sleep(ctx, gap); err != nil {
 					return err
 				}
 			}

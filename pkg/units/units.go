@@ -1,5 +1,6 @@
-// Package units parses the durations users type: Go durations ("90s",
-// "1h30m") plus days and weeks ("7d", "2w", "1d12h").
+// Package units parses and writes the quantities users type: durations
+// (Go durations plus days and weeks: "7d", "2w", "1d12h"), rates ("50/s")
+// and sizes ("1GiB"). Flags and plan files both read them here.
 package units
 
 import (
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 const (
@@ -72,4 +75,66 @@ func ParseRate(s string) (float64, error) {
 		return n / 3600, nil
 	}
 	return 0, fmt.Errorf("invalid rate %q (use e.g. 500/s)", s)
+}
+
+// FormatDuration writes d the way plan files do: whole days as "7d",
+// otherwise Go's form without zero units ("1h30m", "2m", "30s").
+func FormatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	if d%(day) == 0 {
+		return fmt.Sprintf("%dd", d/(day))
+	}
+	s := d.String()
+	if d >= time.Minute {
+		s = strings.Replace(s, "m0s", "m", 1)
+		s = strings.Replace(s, "h0m", "h", 1)
+	}
+	if d > day {
+		days := d / day
+		return fmt.Sprintf("%dd%s", days, FormatDuration(d-days*day))
+	}
+	return s
+}
+
+// ParseSize reads a size: bytes ("1048576"), with a unit ("1GiB",
+// "512MB", "64 KiB"), or -1 for unlimited.
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "-1" {
+		return -1, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < -1 {
+			return 0, fmt.Errorf("invalid size %q: negative sizes other than -1 (unlimited) are not allowed", s)
+		}
+		return n, nil
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("invalid size %q (use bytes, e.g. 1GiB, 512MB, or -1 for unlimited)", s)
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n > math.MaxInt64 {
+		return 0, fmt.Errorf("invalid size %q (use bytes, e.g. 1GiB, 512MB, or -1 for unlimited)", s)
+	}
+	return int64(n), nil
+}
+
+// FormatSize writes a size exactly, with the largest binary unit that
+// divides it ("1GiB", "512MiB"), or plain bytes.
+func FormatSize(n int64) string {
+	if n <= 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	binary := []struct {
+		suffix string
+		size   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+	for _, u := range binary {
+		if n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

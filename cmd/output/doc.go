@@ -1,4 +1,4 @@
-package kv
+package output
 
 import (
 	"bytes"
@@ -6,21 +6,23 @@ import (
 	"io"
 )
 
-// docField is one field of a JSON document written as it is computed: a
+// DocField is one field of a JSON document written as it is computed: a
 // value known up front, a list whose items come one at a time, or a value
-// known only once the lists before it are written.
-type docField struct {
-	name  string
-	value any
-	list  func(item func(any) error) error
-	after func() any
+// known only once the lists before it are written. Set one of Value, List
+// and After.
+type DocField struct {
+	Name  string
+	Value any
+	List  func(item func(any) error) error
+	After func() any
 }
 
-// writeDoc writes fields as one JSON object, in order, holding one item at
-// a time: exactly what the output package writes, with indent for -o json
+// WriteDoc writes fields as one JSON object, in order, holding one item at
+// a time, for documents too big to build first (a bucket diff): exactly
+// what Printer writes for the whole document, indented for -o json
 // (two-space indent) and on one line for -o jsonl, HTML characters as they
 // are in both.
-func writeDoc(w io.Writer, fields []docField, indent bool) error {
+func WriteDoc(w io.Writer, fields []DocField, indent bool) error {
 	d := docWriter{w: w, indent: indent}
 	d.depth1 = d.encoder("  ")
 	d.depth2 = d.encoder("    ")
@@ -30,15 +32,15 @@ func writeDoc(w io.Writer, fields []docField, indent bool) error {
 			d.write(",")
 		}
 		d.newline("  ")
-		d.write(`"` + f.name + `":`)
+		d.write(`"` + f.Name + `":`)
 		if indent {
 			d.write(" ")
 		}
 		switch {
-		case f.list != nil:
+		case f.List != nil:
 			d.write("[")
 			n := 0
-			err := f.list(func(v any) error {
+			err := f.List(func(v any) error {
 				if n > 0 {
 					d.write(",")
 				}
@@ -54,10 +56,10 @@ func writeDoc(w io.Writer, fields []docField, indent bool) error {
 				d.newline("  ")
 			}
 			d.write("]")
-		case f.after != nil:
-			d.encode(d.depth1, f.after())
+		case f.After != nil:
+			d.encode(d.depth1, f.After())
 		default:
-			d.encode(d.depth1, f.value)
+			d.encode(d.depth1, f.Value)
 		}
 	}
 	d.newline("")

@@ -1,0 +1,72 @@
+package tailflags
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+)
+
+func TestBindAndValidate(t *testing.T) {
+	var tf Flags
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	tf.Bind(fs, "matches", "values")
+	if err := fs.Parse([]string{"--count", "3", "--wait", "7d", "--raw"}); err != nil {
+		t.Fatal(err)
+	}
+	if tf.Count != 3 || tf.Wait != 7*24*time.Hour || !tf.Raw {
+		t.Errorf("parsed %+v", tf)
+	}
+	tf.Count = -1
+	if err := tf.Validate(); exitcode.Of(err) != exitcode.Usage || err.Error() != "invalid --count -1: must be positive" {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func TestExpired(t *testing.T) {
+	for _, c := range []struct {
+		flags   Flags
+		wording Wording
+		res     string
+		matched int
+		want    string
+	}{
+		{Flags{Count: 1, Wait: 300 * time.Millisecond}, Messages, `stream "ORDERS"`, 0, `stream "ORDERS": waited 300ms, saw 0 of 1 matching messages`},
+		{Flags{Count: 3, Wait: 500 * time.Millisecond}, Revisions, `bucket "cfg"`, 2, `bucket "cfg": --wait 500ms expired after 2 of 3 matches`},
+		{Flags{Count: 1, Wait: time.Second}, Revisions, `bucket "cfg"`, 0, `bucket "cfg": --wait 1s expired after 0 of 1 match`},
+		{Flags{Wait: 200 * time.Millisecond}, Revisions, `bucket "cfg"`, 0, `bucket "cfg": no revision matched within --wait 200ms`},
+	} {
+		err := c.flags.Expired(c.wording, c.res, c.matched)
+		if exitcode.Of(err) != exitcode.Timeout || err.Error() != c.want {
+			t.Errorf("got %v (exit %d), want %q", err, exitcode.Of(err), c.want)
+		}
+	}
+}
+
+// TimedOut tells --wait running out from an interrupt and from no --wait.
+func TestTimedOut(t *testing.T) {
+	tf := Flags{Wait: time.Nanosecond}
+	parent := context.Background()
+	ctx, cancel := tf.WithWait(parent)
+	defer cancel()
+	<-ctx.Done()
+	if !tf.TimedOut(parent, ctx) {
+		t.Error("--wait ran out, TimedOut is false")
+	}
+	interrupted, stop := context.WithCancel(context.Background())
+	ctx2, cancel2 := tf.WithWait(interrupted)
+	defer cancel2()
+	stop()
+	if tf.TimedOut(interrupted, ctx2) {
+		t.Error("interrupted, TimedOut is true")
+	}
+	none := Flags{}
+	ctx3, cancel3 := none.WithWait(parent)
+	cancel3()
+	if none.TimedOut(parent, ctx3) {
+		t.Error("no --wait, TimedOut is true")
+	}
+}

@@ -1,0 +1,86 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+var errBusy = errors.New("busy")
+
+func TestDoRetriesUntilAnswer(t *testing.T) {
+	calls := 0
+	err := Do(context.Background(), Policy{Attempts: 5, Pause: time.Microsecond}, func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return errBusy
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("err %v after %d calls; want nil after 3", err, calls)
+	}
+}
+
+func TestDoStops(t *testing.T) {
+	other := errors.New("refused")
+	for _, c := range []struct {
+		name  string
+		p     Policy
+		errs  []error
+		calls int
+		want  error
+	}{
+		{"attempts", Policy{Attempts: 3, Pause: time.Microsecond}, []error{errBusy, errBusy, errBusy, errBusy}, 3, errBusy},
+		{"not retryable", Policy{Attempts: 9, Pause: time.Microsecond, Retryable: func(err error) bool { return err == errBusy }}, []error{errBusy, other, errBusy}, 2, other},
+		{"within", Policy{Within: time.Millisecond, Pause: time.Hour}, []error{errBusy, errBusy}, 1, errBusy},
+	} {
+		calls := 0
+		err := Do(context.Background(), c.p, func(context.Context) error {
+			calls++
+			return c.errs[calls-1]
+		})
+		if err != c.want || calls != c.calls {
+			t.Errorf("%s: %v after %d calls; want %v after %d", c.name, err, calls, c.want, c.calls)
+		}
+	}
+}
+
+// A pause ends with the context, and Do returns fn's last error.
+func TestDoEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	done := make(chan error)
+	go func() {
+		done <- Do(ctx, Policy{Pause: time.Hour}, func(context.Context) error { calls++; return errBusy })
+	}()
+	cancel()
+	if err := <-done; err != errBusy || calls != 1 {
+		t.Errorf("%v after %d calls; want errBusy after 1", err, calls)
+	}
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep on an ended context: %v", err)
+	}
+}
+
+func TestBackoffDoublesToMaxAndResets(t *testing.T) {
+	b := Policy{Pause: time.Microsecond, MaxPause: 4 * time.Microsecond}.Backoff()
+	var got []time.Duration
+	for range 4 {
+		got = append(got, b.Next())
+		if err := b.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []time.Duration{time.Microsecond, 2 * time.Microsecond, 4 * time.Microsecond, 4 * time.Microsecond}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("pauses %v, want %v", got, want)
+		}
+	}
+	b.Reset()
+	if b.Next() != time.Microsecond {
+		t.Errorf("after Reset: %v", b.Next())
+	}
+}
