@@ -10,7 +10,7 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/pkg/jsapi"
-	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/streamread"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -85,8 +85,8 @@ func (r *RangeFlags) validate() error {
 			return exitcode.UsageErrorf("--subject %q: %v", s, err)
 		}
 	}
-	switch replay.ReaderKind(r.reader) {
-	case replay.ReaderAuto, replay.ReaderOrdered, replay.ReaderDirect, replay.ReaderGet:
+	switch streamread.ReaderKind(r.reader) {
+	case streamread.ReaderAuto, streamread.ReaderOrdered, streamread.ReaderDirect, streamread.ReaderGet:
 	default:
 		return exitcode.UsageErrorf("--reader %q: use ordered, direct or get", r.reader)
 	}
@@ -95,27 +95,27 @@ func (r *RangeFlags) validate() error {
 
 // Config turns the flags into a range configuration for stream; times and
 // durations are parsed here, before anything is contacted.
-func (r *RangeFlags) Config(stream string) (replay.Config, error) {
+func (r *RangeFlags) Config(stream string) (streamread.Config, error) {
 	if err := r.validate(); err != nil {
-		return replay.Config{}, err
+		return streamread.Config{}, err
 	}
 	return r.config(stream)
 }
 
-func (r *RangeFlags) config(stream string) (replay.Config, error) {
+func (r *RangeFlags) config(stream string) (streamread.Config, error) {
 	if stream != "" {
 		if err := jsapi.ValidateStreamName(stream); err != nil {
-			return replay.Config{}, exitcode.New(exitcode.Usage, err)
+			return streamread.Config{}, exitcode.New(exitcode.Usage, err)
 		}
 	}
-	cfg := replay.Config{
+	cfg := streamread.Config{
 		Stream:   stream,
 		FromSeq:  r.fromSeq,
 		ToSeq:    r.toSeq,
 		Last:     r.last,
 		Subjects: r.subjects,
 		Follow:   r.follow,
-		Reader:   replay.ReaderKind(r.reader),
+		Reader:   streamread.ReaderKind(r.reader),
 	}
 	var err error
 	if r.since != "" {
@@ -170,4 +170,4 @@ func validSubjectFilter(s string) error {
 	return nil
 }
 
-func errorsIsUnsupported(err error) bool { return errors.Is(err, replay.ErrUnsupported) }
+func errorsIsUnsupported(err error) bool { return errors.Is(err, streamread.ErrUnsupported) }

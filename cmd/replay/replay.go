@@ -21,6 +21,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/streamread"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -264,7 +265,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		src = replay.FileSource(file, after)
 		sum.Stream = "file:" + o.fromFile
 	} else {
-		r, err := replay.Resolve(ctx, js, cfg)
+		r, err := streamread.Resolve(ctx, js, cfg)
 		if err != nil {
 			return mapErr(err)
 		}

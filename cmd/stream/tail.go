@@ -13,6 +13,7 @@ import (
 	cmdreplay "github.com/jetctl/jetctl/cmd/replay"
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 type tailOptions struct {
@@ -103,9 +104,9 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if err != nil {
 		return err
 	}
-	r, err := replay.Resolve(ctx, js, cfg)
+	r, err := streamread.Resolve(ctx, js, cfg)
 	if err != nil {
-		if errors.Is(err, replay.ErrUnsupported) {
+		if errors.Is(err, streamread.ErrUnsupported) {
 			return exitcode.New(exitcode.Usage, err)
 		}
 		return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // timedSink records when each message was written.
@@ -25,7 +26,7 @@ func (s *timedSink) Write(_ context.Context, m *envelope.Message) error {
 // fixed start.
 func messagesAt(offsets ...time.Duration) Source {
 	start := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
-	return func(ctx context.Context, emit Emit) error {
+	return func(ctx context.Context, emit streamread.Emit) error {
 		for i, off := range offsets {
 			if err := emit(&envelope.Message{Stream: "S", Seq: uint64(i + 1), Subject: "s", Time: start.Add(off)}); err != nil {
 				return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // Options shape a replay beyond its range and sink.
@@ -58,18 +59,18 @@ type Summary struct {
 const checkpointEvery = 200 * time.Millisecond
 
 // Source yields messages to a replay: a stream range or a dump file.
-type Source func(ctx context.Context, emit Emit) error
+type Source func(ctx context.Context, emit streamread.Emit) error
 
 // StreamSource reads r from js.
-func StreamSource(js jetstream.JetStream, r Range) Source {
-	return func(ctx context.Context, emit Emit) error { return Read(ctx, js, r, emit) }
+func StreamSource(js jetstream.JetStream, r streamread.Range) Source {
+	return func(ctx context.Context, emit streamread.Emit) error { return streamread.Read(ctx, js, r, emit) }
 }
 
 // FileSource reads JSON lines written by a replay dump, skipping messages
 // at or below after (a checkpoint). Check the whole dump with ValidateDump
 // first: a bad line here stops the replay after the lines before it.
 func FileSource(rd io.Reader, after uint64) Source {
-	return func(ctx context.Context, emit Emit) error {
+	return func(ctx context.Context, emit streamread.Emit) error {
 		return scanDump(ctx, rd, func(line int, m *envelope.Message, err error) error {
 			if err != nil {
 				return fmt.Errorf("line %d: %w", line, err)
@@ -347,7 +348,7 @@ func SaveCheckpoint(path string, cp Checkpoint) error {
 
 // Resume narrows r to what a checkpoint left to do: after its last
 // sequence, up to the end fixed when the first run started.
-func Resume(r Range, cp *Checkpoint) (Range, error) {
+func Resume(r streamread.Range, cp *Checkpoint) (streamread.Range, error) {
 	if cp == nil {
 		return r, nil
 	}

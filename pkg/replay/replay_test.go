@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 func TestTargetSubject(t *testing.T) {
@@ -66,7 +67,7 @@ func TestRunFiltersAndCountsFromFile(t *testing.T) {
 }
 
 func TestResume(t *testing.T) {
-	r := Range{Stream: "S", First: 1, Last: 900}
+	r := streamread.Range{Stream: "S", First: 1, Last: 900}
 	got, err := Resume(r, &Checkpoint{Stream: "S", LastSeq: 400, ToSeq: 500})
 	if err != nil || got.First != 401 || got.Last != 500 {
 		t.Errorf("Resume = %+v, %v", got, err)

@@ -1,4 +1,4 @@
-package replay
+package streamread
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
-// api adds to jsapi what only replay needs: gets by start time, batched
+// api adds to jsapi what only the readers need: gets by start time, batched
 // direct gets whose appended headers are removed again, and counting.
 type api struct {
 	*jsapi.Client
