@@ -1,8 +1,8 @@
 // Package jsapi makes the raw JetStream API requests that nats.go does not
 // offer in the form jetctl needs: coherent message gets on the stream
 // leader (by sequence, next by subject, or by start time), deletes whose
-// "already deleted" is no error, subject matching, and in-order reads with
-// a pull consumer (ReadOrdered). replay, dlq and kv share it.
+// "already deleted" is no error, and the API prefix and client trace those
+// requests share. Reading a stream lives in pkg/streamread.
 package jsapi
 
 import (
@@ -167,35 +167,17 @@ func (c *Client) MsgDelete(ctx context.Context, stream string, seq uint64) error
 	return nil
 }
 
-// SubjectMatches reports whether subject matches filter, with the * and >
-// wildcards; an empty filter matches everything.
-func SubjectMatches(filter, subject string) bool {
-	if filter == "" || filter == ">" {
-		return true
-	}
-	ft := strings.Split(filter, ".")
-	st := strings.Split(subject, ".")
-	for i, t := range ft {
-		if t == ">" {
-			return len(st) > i
+// APIPrefix is the subject prefix of the JetStream API for js: its domain's,
+// its API prefix, or $JS.API.
+func APIPrefix(o jetstream.JetStreamOptions) string {
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		if strings.HasSuffix(o.APIPrefix, ".") {
+			return o.APIPrefix
 		}
-		if i >= len(st) || (t != "*" && t != st[i]) {
-			return false
-		}
+		return o.APIPrefix + "."
 	}
-	return len(ft) == len(st)
-}
-
-// SubjectMatchesAny reports whether subject matches one of filters; no
-// filters match everything.
-func SubjectMatchesAny(filters []string, subject string) bool {
-	if len(filters) == 0 {
-		return true
-	}
-	for _, f := range filters {
-		if SubjectMatches(f, subject) {
-			return true
-		}
-	}
-	return false
+	return jetstream.DefaultAPIPrefix
 }

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
-	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -233,7 +232,7 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 				if opts.MaxGap > 0 && gap > opts.MaxGap {
 					gap = opts.MaxGap
 				}
-				if err := jsapi.Sleep(ctx, gap); err != nil {
+				if err := streamread.Sleep(ctx, gap); err != nil {
 					return err
 				}
 			}

@@ -45,7 +45,7 @@ func Read(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) error
 	return fmt.Errorf("%w: reader %q", ErrUnsupported, r.Reader)
 }
 
-// readOrdered reads with jsapi.ReadOrdered: an in-order pull consumer from
+// readOrdered reads with ReadOrdered: an in-order pull consumer from
 // r.First, which resumes after the last message seen when the connection,
 // the consumer or the stream leader changes.
 func readOrdered(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) error {
@@ -53,7 +53,7 @@ func readOrdered(ctx context.Context, js jetstream.JetStream, r Range, emit Emit
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", r.Stream, err)
 	}
-	read := jsapi.OrderedRead{
+	read := OrderedRead{
 		Label: fmt.Sprintf("stream %q", r.Stream),
 		Consumer: jetstream.ConsumerConfig{
 			FilterSubjects: r.Subjects,
@@ -63,7 +63,7 @@ func readOrdered(ctx context.Context, js jetstream.JetStream, r Range, emit Emit
 		EndSeq: r.Last,
 		Follow: r.Follow,
 	}
-	return jsapi.ReadOrdered(ctx, js, s, read, func(sm *jsapi.StoredMsg) error {
+	return ReadOrdered(ctx, js, s, read, func(sm *StoredMsg) error {
 		m := &envelope.Message{Stream: r.Stream, Seq: sm.Seq, Subject: sm.Subject, Time: sm.Time, Data: sm.Data}
 		if len(sm.Header) > 0 {
 			m.Header = sm.Header
@@ -104,7 +104,7 @@ func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit)
 					return false, nil
 				}
 				next = m.Seq + 1
-				if jsapi.SubjectMatchesAny(r.Subjects, m.Subject) {
+				if SubjectMatchesAny(r.Subjects, m.Subject) {
 					if err := emit(m); err != nil {
 						return false, err
 					}
@@ -122,7 +122,7 @@ func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit)
 			if !r.Follow {
 				return nil
 			}
-			if err := jsapi.Sleep(ctx, followPoll); err != nil {
+			if err := Sleep(ctx, followPoll); err != nil {
 				return err
 			}
 		}
@@ -142,7 +142,7 @@ func readGet(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) er
 			if !r.Follow {
 				return nil
 			}
-			if err := jsapi.Sleep(ctx, followPoll); err != nil {
+			if err := Sleep(ctx, followPoll); err != nil {
 				return err
 			}
 			continue
@@ -154,11 +154,23 @@ func readGet(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) er
 			return nil
 		}
 		next = m.Seq + 1
-		if jsapi.SubjectMatchesAny(r.Subjects, m.Subject) {
+		if SubjectMatchesAny(r.Subjects, m.Subject) {
 			if err := emit(m); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// Sleep waits for d, or until ctx ends with ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

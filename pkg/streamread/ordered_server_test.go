@@ -1,4 +1,4 @@
-package jsapi_test
+package streamread_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // startStream starts a server with a stream ORDERS holding n messages of
@@ -41,20 +41,20 @@ func startStream(t *testing.T, n, size int) (jetstream.JetStream, jetstream.Stre
 // A callback that is slow (a downstream pipe that stalls) is not the server
 // falling silent: the read neither fails nor starts over.
 func TestReadOrderedSlowCallbackIsNotSilence(t *testing.T) {
-	defer jsapi.SetPullHeartbeat(100 * time.Millisecond)()
+	defer streamread.SetPullHeartbeat(100 * time.Millisecond)()
 	js, s := startStream(t, 300, 64<<10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, follow := range []bool{false, true} {
 		var got []uint64
-		r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 300, Follow: follow}
-		err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+		r := streamread.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 300, Follow: follow}
+		err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 			got = append(got, m.Seq)
 			if len(got) == 10 || len(got) == 200 {
 				time.Sleep(500 * time.Millisecond) // five heartbeats
 			}
 			if len(got) == 300 {
-				return jsapi.ErrStop
+				return streamread.ErrStop
 			}
 			return nil
 		})
@@ -95,19 +95,19 @@ func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
 				}
 			}
 			var got []uint64
-			r := jsapi.OrderedRead{
+			r := streamread.OrderedRead{
 				Label:    `stream "ORDERS"`,
 				Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy},
 				EndSeq:   n,
 				Follow:   follow,
 			}
-			err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+			err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 				got = append(got, m.Seq)
 				if len(got) == 300 || len(got) == 600 {
 					deleteConsumers()
 				}
 				if len(got) == n {
-					return jsapi.ErrStop
+					return streamread.ErrStop
 				}
 				return nil
 			})
@@ -133,14 +133,14 @@ func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
 // expiry) ends once the server has nothing left for it, instead of waiting
 // for its hour-long pull to expire.
 func TestReadOrderedEndsWhenMessagesVanish(t *testing.T) {
-	defer jsapi.SetPullHeartbeat(100 * time.Millisecond)()
+	defer streamread.SetPullHeartbeat(100 * time.Millisecond)()
 	js, s := startStream(t, 1000, 64<<10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	got := 0
-	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 1000}
+	r := streamread.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 1000}
 	start := time.Now()
-	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+	err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 		if got++; got == 10 {
 			if err := s.Purge(ctx); err != nil {
 				return err
@@ -166,7 +166,7 @@ func TestReadOrderedEndsWhenMessagesVanish(t *testing.T) {
 func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
 	// Pulls of 16: most last messages are still on the server when the
 	// consumer goes.
-	defer jsapi.SetPullBuffer(1)()
+	defer streamread.SetPullBuffer(1)()
 	js, s := startStream(t, 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -190,9 +190,9 @@ func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]string{}
-	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubjects: []string{"orders.>"}}, Follow: true}
+	r := streamread.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubjects: []string{"orders.>"}}, Follow: true}
 	var deleted int
-	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+	err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 		if v, dup := seen[m.Subject]; dup {
 			return fmt.Errorf("%s twice (%s, then %s at %d)", m.Subject, v, m.Header.Get("Value"), m.Seq)
 		}
@@ -205,7 +205,7 @@ func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
 			}
 		}
 		if len(seen) == 500 {
-			return jsapi.ErrStop
+			return streamread.ErrStop
 		}
 		return nil
 	})

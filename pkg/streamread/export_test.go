@@ -1,4 +1,4 @@
-package jsapi
+package streamread
 
 import "time"
 
