@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // scanSpec is one pass over a bucket's stream.
@@ -28,7 +30,8 @@ var errStop = errors.New("stop scan")
 
 // scan delivers the matching revisions in stream order to fn until the end
 // of the range (unless following), ctx is done, or fn returns errStop or an
-// error. It reads with pullScan.
+// error. It reads with streamread.ReadOrdered, an in-order pull consumer
+// that resumes after the last revision seen.
 func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec, fn func(Entry) error) error {
 	filters, match := b.consumerFilters(spec.patterns)
 	if spec.deliver == jetstream.DeliverByStartTimePolicy && len(filters) > 1 {
@@ -46,23 +49,30 @@ func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec
 			spec.deliver, spec.startSeq = jetstream.DeliverByStartSequencePolicy, seq
 		}
 	}
-	p := pass{
-		cfg:    jetstream.ConsumerConfig{FilterSubjects: filters, DeliverPolicy: spec.deliver},
-		endSeq: b.info.State.LastSeq,
-		follow: spec.follow,
-		match:  match,
+	read := streamread.OrderedRead{
+		Label:    fmt.Sprintf("bucket %q", b.name),
+		Consumer: jetstream.ConsumerConfig{FilterSubjects: filters, DeliverPolicy: spec.deliver},
+		EndSeq:   b.info.State.LastSeq,
+		Follow:   spec.follow,
+		Match:    match,
 	}
 	switch spec.deliver {
 	case jetstream.DeliverByStartSequencePolicy:
-		p.cfg.OptStartSeq = spec.startSeq
+		read.Consumer.OptStartSeq = spec.startSeq
 	case jetstream.DeliverByStartTimePolicy:
 		t := spec.startTime.UTC()
-		p.cfg.OptStartTime = &t
+		read.Consumer.OptStartTime = &t
 	}
-	if !p.follow && p.endSeq == 0 {
+	if !read.Follow && read.EndSeq == 0 {
 		return nil
 	}
-	return b.pullScan(ctx, js, p, fn)
+	return streamread.ReadOrdered(ctx, js, b.stream, read, func(m *streamread.StoredMsg) error {
+		err := fn(b.entry(m.Subject, m.Seq, m.Time, m.Header, m.Data))
+		if errors.Is(err, errStop) {
+			return streamread.ErrStop
+		}
+		return err
+	})
 }
 
 // consumerFilters turns key patterns into consumer filter subjects. The
