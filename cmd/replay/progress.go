@@ -13,7 +13,7 @@ func newProgress(f *factory.Factory, o *options, sum replay.Summary) *progress {
 	if sum.LastSeq >= sum.FirstSeq && sum.LastSeq > 0 {
 		total = int64(sum.LastSeq - sum.FirstSeq + 1)
 	}
-	bar := f.NewProgress(total, "replay", o.noProgress || o.follow)
+	bar := f.NewProgress(total, "replay", o.noProgress || o.Follow())
 	if bar == nil {
 		return nil
 	}

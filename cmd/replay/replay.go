@@ -19,6 +19,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/cmd/streamflags"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
 	"github.com/jetctl/jetctl/pkg/streamread"
@@ -26,7 +27,7 @@ import (
 )
 
 type options struct {
-	rangeFlags
+	streamflags.Range
 	to           string
 	toServer     string
 	toContext    string
@@ -45,7 +46,7 @@ type options struct {
 	maxInFlight  int
 	// target is --to-server/--to-context resolved, before connecting.
 	target *natsconn.Resolved
-	skips  *Skips
+	skips  *streamflags.Skips
 }
 
 // NewCmd returns `jetctl replay`.
@@ -127,7 +128,7 @@ the stream leader; where direct access is off).`,
 		},
 	}
 	fl := cmd.Flags()
-	o.rangeFlags.bind(fl, true)
+	o.Range.Bind(fl, true)
 	fl.StringVar(&o.to, "to", "", "republish to this subject ('{subject}' template or 'prefix.>' mapping)")
 	fl.StringVar(&o.toServer, "to-server", "", "republish to this server instead (URLs)")
 	fl.StringVar(&o.toContext, "to-context", "", "republish through this natscli context instead")
@@ -148,7 +149,7 @@ the stream leader; where direct access is off).`,
 }
 
 func (o *options) validate() error {
-	if err := o.rangeFlags.validate(); err != nil {
+	if err := o.Range.Validate(); err != nil {
 		return err
 	}
 	if o.to != "" {
@@ -171,10 +172,10 @@ func (o *options) validate() error {
 	if sinks > 1 {
 		return exitcode.UsageErrorf("choose one of --to, --to-file and --raw")
 	}
-	if o.fromFile != "" && (o.rangeFlags.any() || o.follow) {
+	if o.fromFile != "" && (o.Range.Any() || o.Follow()) {
 		return exitcode.UsageErrorf("--from-file replays the whole dump: range flags and --follow do not apply")
 	}
-	if o.follow && o.checkpoint != "" && o.to == "" {
+	if o.Follow() && o.checkpoint != "" && o.to == "" {
 		return exitcode.UsageErrorf("--checkpoint with --follow needs --to")
 	}
 	if o.pace != "" && o.pace != "original" {
@@ -215,12 +216,12 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if err := o.validate(); err != nil {
 		return err
 	}
-	cfg, err := o.rangeFlags.config(stream)
+	cfg, err := o.Range.Config(stream)
 	if err != nil {
 		return err
 	}
-	o.skips = NewSkips(f.IO.ErrOut)
-	filter, err := MessageFilter(ctx, o.filter, o.skips)
+	o.skips = streamflags.NewSkips(f.IO.ErrOut)
+	filter, err := streamflags.MessageFilter(ctx, o.filter, o.skips)
 	if err != nil {
 		return err
 	}
@@ -359,7 +360,7 @@ func openDump(ctx context.Context, path string) (*os.File, error) {
 }
 
 func mapErr(err error) error {
-	if errorsIsUnsupported(err) {
+	if errors.Is(err, streamread.ErrUnsupported) {
 		return exitcode.New(exitcode.Usage, err)
 	}
 	return err
@@ -388,9 +389,9 @@ func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printe
 		}
 		return file, func() { file.CloseFile() }, nil
 	case o.raw:
-		return replay.NewLineSink(f.IO.Out, rawFormat), nothing, nil
+		return replay.NewLineSink(f.IO.Out, streamflags.RawFormat), nothing, nil
 	case f.Output.JQ != "":
-		return replay.NewLineSink(f.IO.Out, JQFormat(p, o.skips)), nothing, nil
+		return replay.NewLineSink(f.IO.Out, streamflags.JQFormat(p, o.skips)), nothing, nil
 	default:
 		return replay.NewLineSink(f.IO.Out, nil), nothing, nil
 	}
@@ -459,7 +460,7 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary, sink repla
 		verb = "republished"
 	}
 	line := fmt.Sprintf("%s %s (%s) in %.2fs, %s msgs/s",
-		verb, Plural(sum.Messages-o.skips.JQ, "message"), humanize.IBytes(sum.Bytes), sum.Seconds, humanize.Comma(int64(sum.PerSecond)))
+		verb, output.Plural(sum.Messages-o.skips.JQ, "message"), humanize.IBytes(sum.Bytes), sum.Seconds, humanize.Comma(int64(sum.PerSecond)))
 	if sum.Resumed > 0 {
 		line += fmt.Sprintf("; resumed after seq %d", sum.Resumed)
 	}
@@ -477,7 +478,7 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary, sink repla
 		if n == 1 {
 			seqs = "seq"
 		}
-		fmt.Fprintf(f.IO.ErrOut, "jetctl: %s could not be republished (%s %s)%s\n", Plural(uint64(n), "message"), seqs, seqList(sum.Failed), detail)
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: %s could not be republished (%s %s)%s\n", output.Plural(uint64(n), "message"), seqs, seqList(sum.Failed), detail)
 	}
 }
 

@@ -10,14 +10,14 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
-	cmdreplay "github.com/jetctl/jetctl/cmd/replay"
+	"github.com/jetctl/jetctl/cmd/streamflags"
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/replay"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 type tailOptions struct {
-	rng    cmdreplay.RangeFlags
+	rng    streamflags.Range
 	filter string
 	raw    bool
 	count  uint64
@@ -77,8 +77,8 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if o.wait < 0 {
 		return exitcode.UsageErrorf("--wait must be positive")
 	}
-	skips := cmdreplay.NewSkips(f.IO.ErrOut)
-	filter, err := cmdreplay.MessageFilter(ctx, o.filter, skips)
+	skips := streamflags.NewSkips(f.IO.ErrOut)
+	filter, err := streamflags.MessageFilter(ctx, o.filter, skips)
 	if err != nil {
 		return err
 	}
@@ -115,11 +115,9 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	var format func([]byte, *envelope.Message) ([]byte, error)
 	switch {
 	case o.raw:
-		format = func(buf []byte, m *envelope.Message) ([]byte, error) {
-			return append(append(buf, m.Data...), '\n'), nil
-		}
+		format = streamflags.RawFormat
 	case f.Output.JQ != "":
-		format = cmdreplay.JQFormat(p, skips)
+		format = streamflags.JQFormat(p, skips)
 	}
 	lines := replay.NewLineSink(f.IO.Out, format)
 	matched := uint64(0)

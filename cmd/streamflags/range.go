@@ -1,4 +1,8 @@
-package replay
+// Package streamflags holds the flags that select and filter a stream's
+// messages, shared by the commands that read a stream (replay, stream
+// tail): the range flags (Range), and the --filter and --jq programs run
+// on each message (MessageFilter, JQFormat, Skips).
+package streamflags
 
 import (
 	"errors"
@@ -14,9 +18,9 @@ import (
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
-// RangeFlags are the flags that select messages of a stream; `stream tail`
-// shares them.
-type RangeFlags struct {
+// Range holds the flags that select messages of a stream: replay binds
+// them all, `stream tail` those without an end.
+type Range struct {
 	fromSeq  uint64
 	toSeq    uint64
 	since    string
@@ -29,12 +33,8 @@ type RangeFlags struct {
 	withEnd  bool
 }
 
-type rangeFlags = RangeFlags
-
 // Bind adds the flags; withEnd adds the ones that bound the range's end.
-func (r *RangeFlags) Bind(fs *pflag.FlagSet, withEnd bool) { r.bind(fs, withEnd) }
-
-func (r *RangeFlags) bind(fs *pflag.FlagSet, withEnd bool) {
+func (r *Range) Bind(fs *pflag.FlagSet, withEnd bool) {
 	r.withEnd = withEnd
 	fs.Uint64Var(&r.fromSeq, "from-seq", 0, "start at this stream sequence")
 	fs.StringVar(&r.since, "since", "", "start this long ago (e.g. 15m, 2h, 7d)")
@@ -49,16 +49,21 @@ func (r *RangeFlags) bind(fs *pflag.FlagSet, withEnd bool) {
 	}
 }
 
-func (r *RangeFlags) any() bool {
+// Any reports whether any flag narrowing the range was given.
+func (r *Range) Any() bool {
 	return r.fromSeq > 0 || r.toSeq > 0 || r.since != "" || r.fromTime != "" || r.toTime != "" || r.last > 0 || len(r.subjects) > 0
 }
 
 // Starts reports whether a start was given (else a tail starts at new messages).
-func (r *RangeFlags) Starts() bool {
+func (r *Range) Starts() bool {
 	return r.fromSeq > 0 || r.since != "" || r.fromTime != "" || r.last > 0
 }
 
-func (r *RangeFlags) validate() error {
+// Follow reports whether --follow was given.
+func (r *Range) Follow() bool { return r.follow }
+
+// Validate checks the flags without contacting anything.
+func (r *Range) Validate() error {
 	starts := 0
 	for _, set := range []bool{r.fromSeq > 0, r.since != "", r.fromTime != ""} {
 		if set {
@@ -95,14 +100,10 @@ func (r *RangeFlags) validate() error {
 
 // Config turns the flags into a range configuration for stream; times and
 // durations are parsed here, before anything is contacted.
-func (r *RangeFlags) Config(stream string) (streamread.Config, error) {
-	if err := r.validate(); err != nil {
+func (r *Range) Config(stream string) (streamread.Config, error) {
+	if err := r.Validate(); err != nil {
 		return streamread.Config{}, err
 	}
-	return r.config(stream)
-}
-
-func (r *RangeFlags) config(stream string) (streamread.Config, error) {
 	if stream != "" {
 		if err := jsapi.ValidateStreamName(stream); err != nil {
 			return streamread.Config{}, exitcode.New(exitcode.Usage, err)
@@ -169,5 +170,3 @@ func validSubjectFilter(s string) error {
 	}
 	return nil
 }
-
-func errorsIsUnsupported(err error) bool { return errors.Is(err, streamread.ErrUnsupported) }
