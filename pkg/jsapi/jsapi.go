@@ -62,14 +62,19 @@ func traceRequest(t *jetstream.ClientTrace, subject string, body []byte) {
 // ErrNoMessage is the server's "no message found" (10037).
 var ErrNoMessage = errors.New("no message found")
 
-// MsgGetRequest is the body of STREAM.MSG.GET and DIRECT.GET.
+// MsgGetRequest is the body of STREAM.MSG.GET and DIRECT.GET. The last
+// fields are DIRECT.GET's alone: a batch, and the last messages of several
+// subjects (multi_last) up to a sequence or a time.
 type MsgGetRequest struct {
-	Seq       uint64     `json:"seq,omitempty"`
-	LastFor   string     `json:"last_by_subj,omitempty"`
-	NextFor   string     `json:"next_by_subj,omitempty"`
-	StartTime *time.Time `json:"start_time,omitempty"`
-	Batch     int        `json:"batch,omitempty"`
-	MaxBytes  int        `json:"max_bytes,omitempty"`
+	Seq          uint64     `json:"seq,omitempty"`
+	LastFor      string     `json:"last_by_subj,omitempty"`
+	NextFor      string     `json:"next_by_subj,omitempty"`
+	StartTime    *time.Time `json:"start_time,omitempty"`
+	Batch        int        `json:"batch,omitempty"`
+	MaxBytes     int        `json:"max_bytes,omitempty"`
+	MultiLastFor []string   `json:"multi_last,omitempty"`
+	UpToSeq      uint64     `json:"up_to_seq,omitempty"`
+	UpToTime     *time.Time `json:"up_to_time,omitempty"`
 }
 
 type response struct {

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -124,20 +125,15 @@ func (b *bucket) seqAtTime(ctx context.Context, js jetstream.JetStream, t time.T
 	if !b.info.Config.AllowDirect {
 		return 0, nil
 	}
-	msgs, err := jetstreamext.GetBatch(ctx, js, b.info.Config.Name, 1, jetstreamext.GetBatchStartTime(t))
+	seq := b.info.State.LastSeq + 1
+	err := streamread.DirectGet(ctx, js, b.info.Config.Name, jsapi.MsgGetRequest{StartTime: &t, Batch: 1}, func(m *envelope.Message) error {
+		seq = m.Seq
+		return streamread.ErrStop
+	})
 	if err != nil {
 		return 0, fmt.Errorf("bucket %q: %w", b.name, err)
 	}
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
-		if err != nil {
-			return 0, fmt.Errorf("bucket %q: %w", b.name, err)
-		}
-		return m.Sequence, nil
-	}
-	return b.info.State.LastSeq + 1, nil
+	return seq, nil
 }
 
 // covers reports whether every subject that b matches, a matches too.
