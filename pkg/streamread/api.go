@@ -112,14 +112,11 @@ func directStatus(msg *nats.Msg) (eob, none bool, err error) {
 // ErrStop.
 func DirectGet(ctx context.Context, js jetstream.JetStream, stream string, req jsapi.MsgGetRequest, fn func(*envelope.Message) error) error {
 	a := newAPI(js, stream)
-	sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
+	sub, err := a.directInbox()
 	if err != nil {
 		return err
 	}
 	defer sub.Unsubscribe()
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return err
-	}
 	_, err = a.directBatch(ctx, sub, req, func(m *envelope.Message, _ uint64) (bool, error) {
 		if err := fn(m); err != nil {
 			if errors.Is(err, ErrStop) {
@@ -130,6 +127,20 @@ func DirectGet(ctx context.Context, js jetstream.JetStream, stream string, req j
 		return true, nil
 	})
 	return err
+}
+
+// directInbox subscribes to an inbox for the replies of direct gets,
+// keeping however many a batch queues up (directBatchBytes bounds them).
+func (a *api) directInbox() (*nats.Subscription, error) {
+	sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
+	if err != nil {
+		return nil, err
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return sub, nil
 }
 
 // directBatch is one batched direct get on sub's inbox. It calls emit for
@@ -197,7 +208,7 @@ func (a *api) countFrom(ctx context.Context, js jetstream.JetStream, info *jetst
 		subjects = []string{">"}
 	}
 	if info.Config.AllowDirect {
-		sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
+		sub, err := a.directInbox()
 		if err != nil {
 			return 0, err
 		}

@@ -87,14 +87,11 @@ func nextFor(subjects []string) string {
 
 func readDirect(ctx context.Context, js jetstream.JetStream, r Range, emit Emit) error {
 	a := newAPI(js, r.Stream)
-	sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
+	sub, err := a.directInbox()
 	if err != nil {
 		return err
 	}
 	defer sub.Unsubscribe()
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return err
-	}
 	next := r.First
 	done := false
 	for !done {
