@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -85,7 +84,7 @@ func (b *bucket) consumerFilters(patterns []string) ([]string, func(string) bool
 	for i, p := range patterns {
 		covered := false
 		for j, q := range patterns {
-			if i != j && covers(q, p) && (!covers(p, q) || j < i) {
+			if i != j && streamread.SubjectCovers(q, p) && (!streamread.SubjectCovers(p, q) || j < i) {
 				covered = true
 				break
 			}
@@ -96,7 +95,7 @@ func (b *bucket) consumerFilters(patterns []string) ([]string, func(string) bool
 	}
 	for i := range kept {
 		for j := i + 1; j < len(kept); j++ {
-			if overlap(kept[i], kept[j]) {
+			if streamread.SubjectsOverlap(kept[i], kept[j]) {
 				return b.filters(nil), b.matcher(kept)
 			}
 		}
@@ -109,7 +108,7 @@ func (b *bucket) matcher(patterns []string) func(string) bool {
 	filters := b.filters(patterns)
 	return func(subject string) bool {
 		for _, f := range filters {
-			if covers(f, subject) {
+			if streamread.SubjectCovers(f, subject) {
 				return true
 			}
 		}
@@ -135,42 +134,3 @@ func (b *bucket) seqAtTime(ctx context.Context, js jetstream.JetStream, t time.T
 	}
 	return seq, nil
 }
-
-// covers reports whether every subject that b matches, a matches too.
-func covers(a, b string) bool {
-	at, bt := strings.Split(a, "."), strings.Split(b, ".")
-	for i, t := range at {
-		if t == ">" {
-			return i < len(bt)
-		}
-		if i >= len(bt) {
-			return false
-		}
-		switch {
-		case t == "*":
-			if bt[i] == ">" {
-				return false
-			}
-		case t != bt[i]:
-			return false
-		}
-	}
-	return len(at) == len(bt)
-}
-
-// overlap reports whether some subject matches both patterns.
-func overlap(a, b string) bool {
-	at, bt := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(at) && i < len(bt); i++ {
-		if at[i] == ">" || bt[i] == ">" {
-			return true
-		}
-		if at[i] != "*" && bt[i] != "*" && at[i] != bt[i] {
-			return false
-		}
-	}
-	return len(at) == len(bt)
-}
-
-// Matches reports whether key matches the key pattern (NATS wildcards).
-func Matches(pattern, key string) bool { return covers(pattern, key) }

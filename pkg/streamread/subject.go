@@ -34,3 +34,40 @@ func SubjectMatchesAny(filters []string, subject string) bool {
 	}
 	return false
 }
+
+// SubjectCovers reports whether every subject that filter b matches,
+// filter a matches too.
+func SubjectCovers(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i, t := range at {
+		if t == ">" {
+			return i < len(bt)
+		}
+		if i >= len(bt) {
+			return false
+		}
+		switch {
+		case t == "*":
+			if bt[i] == ">" {
+				return false
+			}
+		case t != bt[i]:
+			return false
+		}
+	}
+	return len(at) == len(bt)
+}
+
+// SubjectsOverlap reports whether some subject matches both filters.
+func SubjectsOverlap(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(at) && i < len(bt); i++ {
+		if at[i] == ">" || bt[i] == ">" {
+			return true
+		}
+		if at[i] != "*" && bt[i] != "*" && at[i] != bt[i] {
+			return false
+		}
+	}
+	return len(at) == len(bt)
+}

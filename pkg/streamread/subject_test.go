@@ -40,3 +40,26 @@ func TestSubjectMatchesAny(t *testing.T) {
 		t.Error("no filter matches")
 	}
 }
+
+func TestSubjectCoversAndOverlap(t *testing.T) {
+	for _, tt := range []struct {
+		a, b          string
+		covers, overl bool
+	}{
+		{">", "a.b", true, true},
+		{"a.*", "a.b", true, true},
+		{"a.*", "a.b.c", false, false},
+		{"a.>", "a.b.c", true, true},
+		{"a.>", "a", false, false},
+		{"a.*", "*.b", false, true},
+		{"a.b", "a.c", false, false},
+		{"a.*", "a.>", false, true},
+	} {
+		if got := SubjectCovers(tt.a, tt.b); got != tt.covers {
+			t.Errorf("SubjectCovers(%s, %s) = %v", tt.a, tt.b, got)
+		}
+		if got := SubjectsOverlap(tt.a, tt.b); got != tt.overl {
+			t.Errorf("SubjectsOverlap(%s, %s) = %v", tt.a, tt.b, got)
+		}
+	}
+}
