@@ -32,6 +32,8 @@ type options struct {
 	toServer     string
 	toContext    string
 	noProvenance bool
+	newMsgID     bool
+	msgIDPrefix  string
 	toFile       string
 	fromFile     string
 	raw          bool
@@ -74,9 +76,20 @@ original subject; '{subject}' alone keeps it) or be a prefix mapping like
 the server acts on (Nats-Msg-Id, Nats-Expected-*, Nats-TTL, ...) move to
 Jetctl-Orig-<Name>; provenance goes into Jetctl-Source-Stream, -Seq, -Subject
 and -Time (--no-provenance to leave it out). Each copy has
-Nats-Msg-Id replay:<stream>:<seq>, so a re-run inside the target's duplicate
-window stores nothing twice. Every acknowledgement is checked; failures are
-retried, then listed, and make the exit code 4.
+Nats-Msg-Id replay:<stream>:<seq>:<target subject>, so a re-run inside the
+target's duplicate window stores nothing twice; with --checkpoint, a re-run
+also looks in the target for copies stored after the checkpoint, so it adds
+none twice even outside that window. The summary counts only copies the
+target acknowledged; copies it already had are counted as duplicates
+(nothing new stored). To copy again on purpose (say, after purging the
+target), use --new-msg-id: the ids get a run id of their own (kept in the
+checkpoint, so a resumed run stays one copy). Every acknowledgement is
+checked; failures are retried, then listed; exit code 4 when some copies
+were stored and some failed, 1 when none was stored. After a reconnect the
+copies not acknowledged are sent again at once; stderr says when the
+connection went away and when it came back. With --to, -o json (or --jq)
+prints the summary on stdout: messages, bytes, duplicates, unconfirmed,
+failed, ...
 
 --to-file F writes the JSON lines to F; --from-file F reads such a dump back
 (to stdout, or with --to to republish it). Payload bytes and headers survive
@@ -91,7 +104,8 @@ are refused, except with --dry-run, whose report takes any -o.
 --checkpoint FILE records the last sequence done (the last acknowledged one
 when republishing) and a re-run with the same file continues after it, up to
 the end fixed by the first run. On SIGINT or SIGTERM replay stops reading,
-waits for acknowledgements in flight, writes the checkpoint, prints its
+waits for acknowledgements in flight (at most 2s, not while disconnected;
+the rest are reported as unconfirmed), writes the checkpoint, prints its
 summary and exits 130.
 
 Readers (--reader): ordered (an ordered consumer; default for limits
@@ -133,6 +147,7 @@ the stream leader; where direct access is off).`,
 	fl.StringVar(&o.toServer, "to-server", "", "republish to this server instead (URLs)")
 	fl.StringVar(&o.toContext, "to-context", "", "republish through this natscli context instead")
 	fl.BoolVar(&o.noProvenance, "no-provenance", false, "do not add Jetctl-Source-* headers to copies")
+	fl.BoolVar(&o.newMsgID, "new-msg-id", false, "copy again on purpose: message ids of this run's own, not deduplicated against earlier copies")
 	fl.StringVar(&o.toFile, "to-file", "", "write the JSON lines to this file")
 	fl.StringVar(&o.fromFile, "from-file", "", "read messages from a JSON-lines dump instead of a stream")
 	fl.BoolVar(&o.raw, "raw", false, "print payloads only, one a line")
@@ -156,6 +171,9 @@ func (o *options) validate() error {
 		if err := replay.ValidateTarget(o.to); err != nil {
 			return exitcode.UsageErrorf("--to: %v", err)
 		}
+	}
+	if o.newMsgID && o.to == "" {
+		return exitcode.UsageErrorf("--new-msg-id needs --to SUBJECT")
 	}
 	if (o.toServer != "" || o.toContext != "") && o.to == "" {
 		return exitcode.UsageErrorf("--to-server and --to-context need --to SUBJECT")
@@ -236,6 +254,9 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 			return exitcode.New(exitcode.Usage, err)
 		}
 	}
+	if o.msgIDPrefix, err = replay.MsgIDPrefixFor(cp, o.newMsgID); err != nil {
+		return exitcode.New(exitcode.Usage, err)
+	}
 	// A dump is read whole before anything is published: a bad line is
 	// exit 2 naming it, with nothing sent.
 	var file *os.File
@@ -296,6 +317,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		MaxGap:         o.maxGap,
 		CheckpointPath: o.checkpoint,
 		Target:         o.to,
+		Resume:         cp,
 		Filter:         filter,
 	}
 	bar := newProgress(f, o, sum)
@@ -312,14 +334,22 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		}
 	}
 	printSummary(f, o, sum, sink)
+	if perr := printRepublishJSON(f, o, p, sum); perr != nil && err == nil {
+		err = perr
+	}
+	// A republish that stored nothing failed; one that stored some, partly.
+	partial := exitcode.Partial
+	if o.to != "" && sum.Messages+sum.Duplicates == 0 {
+		partial = exitcode.Failure
+	}
 	if errors.Is(err, replay.ErrTargetFailing) {
-		return exitcode.New(exitcode.Partial, fmt.Errorf("stopped: %w", err))
+		return exitcode.New(partial, fmt.Errorf("stopped: %w", err))
 	}
 	if err != nil {
 		return mapErr(err)
 	}
 	if len(sum.Failed) > 0 {
-		return exitcode.Silent(exitcode.Partial)
+		return exitcode.Silent(partial)
 	}
 	return nil
 }
@@ -359,6 +389,30 @@ func openDump(ctx context.Context, path string) (*os.File, error) {
 	return file, nil
 }
 
+// printRepublishJSON prints a republish's summary on stdout when -o or
+// --jq asks for it (--to writes nothing else there).
+func printRepublishJSON(f *factory.Factory, o *options, p *output.Printer, sum replay.Summary) error {
+	if o.to == "" || o.dryRun || (f.Output.Format == "" && f.Output.JQ == "") {
+		return nil
+	}
+	if sum.Failed == nil {
+		sum.Failed = []uint64{}
+	}
+	return p.Print(sum, nil)
+}
+
+// connectionNotice says on stderr when the target's connection went away
+// and when it came back.
+func connectionNotice(f *factory.Factory) func(up bool, server string, down time.Duration) {
+	return func(up bool, server string, down time.Duration) {
+		if !up {
+			fmt.Fprintf(f.IO.ErrOut, "jetctl: lost the connection to %s; reconnecting\n", server)
+			return
+		}
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: reconnected to %s after %s; sending again what was not acknowledged\n", server, down.Round(time.Millisecond))
+	}
+}
+
 func mapErr(err error) error {
 	if errors.Is(err, streamread.ErrUnsupported) {
 		return exitcode.New(exitcode.Usage, err)
@@ -377,7 +431,8 @@ func (o *options) sink(ctx context.Context, f *factory.Factory, p *output.Printe
 		if err != nil {
 			return nil, nil, err
 		}
-		return replay.NewPublisher(target, replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, MaxInFlight: o.maxInFlight}), closeTarget, nil
+		return replay.NewPublisher(target, replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, MaxInFlight: o.maxInFlight,
+			MsgIDPrefix: o.msgIDPrefix, OnConnection: connectionNotice(f)}), closeTarget, nil
 	case o.toFile != "":
 		// Resuming cuts the file back to the checkpoint's length.
 		file, err := replay.OpenFileSink(o.toFile, cp, o.checkpoint != "")
@@ -461,6 +516,16 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary, sink repla
 	}
 	line := fmt.Sprintf("%s %s (%s) in %.2fs, %s msgs/s",
 		verb, output.Plural(sum.Messages-o.skips.JQ, "message"), humanize.IBytes(sum.Bytes), sum.Seconds, humanize.Comma(int64(sum.PerSecond)))
+	if sum.Duplicates > 0 {
+		line += fmt.Sprintf("; %s already in the target", output.Plural(uint64(sum.Duplicates), "duplicate"))
+		if sum.Resumed == 0 {
+			// Resuming, they are the earlier run's copies: nothing to do.
+			line += " (--new-msg-id copies again)"
+		}
+	}
+	if sum.Unconfirmed > 0 {
+		line += fmt.Sprintf("; %s unconfirmed (sent, not acknowledged)", humanize.Comma(int64(sum.Unconfirmed)))
+	}
 	if sum.Resumed > 0 {
 		line += fmt.Sprintf("; resumed after seq %d", sum.Resumed)
 	}

@@ -34,28 +34,51 @@ type Options struct {
 	CheckpointPath string
 	// Target names the sink in the checkpoint file.
 	Target string
+	// Resume is the checkpoint this run continues, if any: a republish
+	// looks in the target for copies stored after it.
+	Resume *Checkpoint
 	// Progress, when set, is called about every 200ms and at the end.
 	Progress func(Summary)
 }
 
 // Summary is what a replay did.
 type Summary struct {
-	Stream     string            `json:"stream"`
-	FirstSeq   uint64            `json:"first_seq"`
-	LastSeq    uint64            `json:"last_seq"`
-	Read       uint64            `json:"read"`
-	Messages   uint64            `json:"messages"`
-	Bytes      uint64            `json:"bytes"`
-	Failed     []uint64          `json:"failed,omitempty"`
-	Checkpoint uint64            `json:"checkpoint,omitempty"`
-	Subjects   map[string]uint64 `json:"subjects,omitempty"`
-	Seconds    float64           `json:"seconds"`
-	PerSecond  float64           `json:"messages_per_second"`
+	Stream   string `json:"stream"`
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+	Read     uint64 `json:"read"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	// Duplicates (republishing) were already in the target: nothing new
+	// was stored for them.
+	Duplicates uint64 `json:"duplicates"`
+	// Unconfirmed (republishing) were sent but not acknowledged before the
+	// replay stopped; a re-run with the checkpoint settles them.
+	Unconfirmed uint64            `json:"unconfirmed"`
+	Failed      []uint64          `json:"failed"`
+	Checkpoint  uint64            `json:"checkpoint,omitempty"`
+	Subjects    map[string]uint64 `json:"subjects,omitempty"`
+	Seconds     float64           `json:"seconds"`
+	PerSecond   float64           `json:"messages_per_second"`
 	// Resumed is the sequence a checkpoint made this run start after.
 	Resumed uint64 `json:"resumed_after,omitempty"`
 }
 
 const checkpointEvery = 200 * time.Millisecond
+
+// interruptGrace is how long an interrupted replay waits for the
+// acknowledgements in flight before it reports them as unconfirmed.
+const interruptGrace = 2 * time.Second
+
+// republisher is a sink that knows what its target confirmed and records
+// in a checkpoint where to look for copies beyond it.
+type republisher interface {
+	Prepare(ctx context.Context, cp *Checkpoint) error
+	Counts() Counts
+	checkpointState(cp *Checkpoint)
+	watchFloor(lag uint64, fn func(floor uint64))
+	interrupted()
+}
 
 // Source yields messages to a replay: a stream range or a dump file.
 type Source func(ctx context.Context, emit streamread.Emit) error
@@ -184,6 +207,14 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 	var prevTime time.Time
 	var lastRead uint64
 	lastCheck := time.Now()
+	pub, _ := sink.(republisher)
+	if pub != nil {
+		// Nothing before the start (or the checkpoint resumed) is to do.
+		lastRead = sum.Resumed
+		if lastRead == 0 && sum.FirstSeq > 0 {
+			lastRead = sum.FirstSeq - 1
+		}
+	}
 
 	checkpoint := func() error {
 		cp := sink.Floor(lastRead)
@@ -191,7 +222,7 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 			cp = sum.Checkpoint
 		}
 		sum.Checkpoint = cp
-		if opts.CheckpointPath == "" || cp == 0 {
+		if opts.CheckpointPath == "" || (cp == 0 && pub == nil) {
 			return nil
 		}
 		c := Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.Target}
@@ -199,14 +230,38 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 			off := fs.Offset()
 			c.FileOffset = &off
 		}
+		if pub != nil {
+			pub.checkpointState(&c)
+		}
 		return SaveCheckpoint(opts.CheckpointPath, c)
 	}
 	progress := func() {
 		if opts.Progress != nil {
 			s := sum
+			if pub != nil {
+				s.Messages, s.Bytes, s.Duplicates = pub.Counts().Stored, pub.Counts().Bytes, pub.Counts().Duplicates
+			}
 			s.Seconds = time.Since(start).Seconds()
 			opts.Progress(s)
 		}
+	}
+	var floorErr error
+	if pub != nil && opts.CheckpointPath != "" {
+		if err := pub.Prepare(ctx, opts.Resume); err != nil {
+			return sum, err
+		}
+		// Written before the first copy, so that a run killed before its
+		// first acknowledgement still tells the next where to look; then
+		// again whenever the acknowledged floor moved by the in-flight
+		// window, so that it never lags the target by more.
+		if err := checkpoint(); err != nil {
+			return sum, err
+		}
+		pub.watchFloor(0, func(uint64) {
+			if err := checkpoint(); err != nil && floorErr == nil {
+				floorErr = err
+			}
+		})
 	}
 
 	err := src(ctx, func(m *envelope.Message) error {
@@ -241,6 +296,9 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 		if err := sink.Write(ctx, m); err != nil {
 			return err
 		}
+		if floorErr != nil {
+			return floorErr
+		}
 		lastRead = m.Seq
 		sum.Messages++
 		sum.Bytes += uint64(len(m.Data))
@@ -255,8 +313,15 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 	})
 
 	// Finish what is in flight even when interrupted: nothing half-done.
+	// Interrupted, wait for acknowledgements only briefly: the server may
+	// be gone, and the checkpoint tells a re-run what is left.
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(interruptGrace, cancel) })
+	defer stopGrace()
+	if pub != nil && ctx.Err() != nil {
+		pub.interrupted()
+	}
 	if cerr := sink.Close(closeCtx); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -264,7 +329,13 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 		err = cerr
 	}
 	sum.Failed = sink.Failed()
-	sum.Messages -= uint64(len(sum.Failed))
+	if pub != nil {
+		// Only what the target acknowledged counts.
+		c := pub.Counts()
+		sum.Messages, sum.Bytes, sum.Duplicates, sum.Unconfirmed = c.Stored, c.Bytes, c.Duplicates, c.Unconfirmed
+	} else {
+		sum.Messages -= uint64(len(sum.Failed))
+	}
 	if st, ok := sink.(*StatsSink); ok {
 		sum.Subjects = st.Subjects
 	}
@@ -281,8 +352,15 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 
 // Checkpoint is what --checkpoint files hold.
 type Checkpoint struct {
-	Version int    `json:"version"`
-	Stream  string `json:"stream"`
+	Version int `json:"version"`
+	// MsgIDPrefix (republishing) starts the copies' Nats-Msg-Id: a resumed
+	// run keeps it, so --new-msg-id copies stay one copy.
+	MsgIDPrefix string `json:"msg_id_prefix,omitempty"`
+	// TargetSeqs (republishing) holds, per target stream, a sequence after
+	// which every copy of a message after LastSeq is stored: where a
+	// resumed run looks for copies stored but not checkpointed.
+	TargetSeqs map[string]uint64 `json:"target_seqs,omitempty"`
+	Stream     string            `json:"stream"`
 	// LastSeq is the last sequence done: every message up to it is written
 	// (acknowledged, when republishing).
 	LastSeq uint64 `json:"last_seq"`

@@ -77,18 +77,101 @@ func TestResume(t *testing.T) {
 	}
 }
 
-func TestAckError(t *testing.T) {
-	ok := &nats.Msg{Data: []byte(`{"stream":"COPY","seq":7}`)}
-	dup := &nats.Msg{Data: []byte(`{"stream":"COPY","seq":7,"duplicate":true}`)}
-	refused := &nats.Msg{Data: []byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"}}`)}
-	noStream := &nats.Msg{Header: nats.Header{"Status": {"503"}}}
-	if ackError(ok) != nil || ackError(dup) != nil {
-		t.Error("a stored or duplicate message is a success")
+func TestParseAck(t *testing.T) {
+	tests := []struct {
+		data string
+		want pubAck
+	}{
+		{`{"stream":"COPY","seq":7}`, pubAck{stream: "COPY", seq: 7}},
+		{`{"stream":"COPY","seq":7,"duplicate":true}`, pubAck{stream: "COPY", seq: 7, duplicate: true}},
+		{`{"stream":"COPY","domain":"hub","seq":9}`, pubAck{stream: "COPY", seq: 9}},
+		{`{"stream":"C\"X","seq":3,"duplicate":true}`, pubAck{stream: `C"X`, seq: 3, duplicate: true}},
 	}
-	if err := ackError(refused); err == nil || !strings.Contains(err.Error(), "wrong last sequence") {
+	for _, tt := range tests {
+		if got := parseAck(&nats.Msg{Data: []byte(tt.data)}); got != tt.want {
+			t.Errorf("parseAck(%s) = %+v, want %+v", tt.data, got, tt.want)
+		}
+	}
+	refused := &nats.Msg{Data: []byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"}}`)}
+	if err := parseAck(refused).err; err == nil || !strings.Contains(err.Error(), "wrong last sequence") {
 		t.Errorf("refused: %v", err)
 	}
-	if !errors.Is(ackError(noStream), jetstream.ErrNoStreamResponse) {
+	noStream := &nats.Msg{Header: nats.Header{"Status": {"503"}}}
+	if !errors.Is(parseAck(noStream).err, jetstream.ErrNoStreamResponse) {
 		t.Error("503 is no stream response")
+	}
+}
+
+func TestMsgIDNamesTargetSubject(t *testing.T) {
+	a := &Publisher{cfg: PublishConfig{To: "a.{subject}", MsgIDPrefix: DefaultMsgIDPrefix}}
+	b := &Publisher{cfg: PublishConfig{To: "b.{subject}", MsgIDPrefix: DefaultMsgIDPrefix}}
+	m := &envelope.Message{Stream: "ORDERS", Seq: 42, Subject: "orders.paid"}
+	idA, idB := a.Copy(m).Header.Get(jetstream.MsgIDHeader), b.Copy(m).Header.Get(jetstream.MsgIDHeader)
+	if idA != "replay:ORDERS:42:a.orders.paid" || idA == idB {
+		t.Errorf("ids %q and %q: want the target subject in each", idA, idB)
+	}
+	if again := a.Copy(m).Header.Get(jetstream.MsgIDHeader); again != idA {
+		t.Errorf("id not deterministic: %q then %q", idA, again)
+	}
+}
+
+func TestParseCopy(t *testing.T) {
+	p := &Publisher{cfg: PublishConfig{To: "x.>", MsgIDPrefix: "replay"}}
+	tests := []struct {
+		id, subject string
+		hdr         nats.Header
+		want        copyKey
+		ok          bool
+	}{
+		{"replay:ORDERS:42:x.orders.paid", "x.orders.paid", nil, copyKey{"ORDERS", 42}, true},
+		{"replay:A:B:7:x.a:b", "x.a:b", nil, copyKey{"A:B", 7}, true},
+		{"replay:ORDERS:42:x.orders.paid", "moved.orders.paid", nil, copyKey{}, false},
+		{"replay:ORDERS:42:x.orders.paid", "moved.orders.paid", nats.Header{envelope.SourceStream: {"ORDERS"}, envelope.SourceSeq: {"42"}}, copyKey{"ORDERS", 42}, true},
+		{"replay-1a2b:ORDERS:42:x.orders.paid", "x.orders.paid", nil, copyKey{}, false},
+		{"other", "x.orders.paid", nil, copyKey{}, false},
+	}
+	for _, tt := range tests {
+		hdr := nats.Header{jetstream.MsgIDHeader: {tt.id}}
+		for k, v := range tt.hdr {
+			hdr[k] = v
+		}
+		got, ok := p.parseCopy(&streamread.StoredMsg{Subject: tt.subject, Header: hdr})
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseCopy(%q on %q) = %v %v, want %v %v", tt.id, tt.subject, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestTargetFilter(t *testing.T) {
+	for to, want := range map[string]string{"copy.{subject}": "copy.>", "restore.>": "restore.>", "one": "one", "{subject}.x": ">", "a.{subject}.{subject}": ">"} {
+		if got := targetFilter(to); got != want {
+			t.Errorf("targetFilter(%q) = %q, want %q", to, got, want)
+		}
+	}
+}
+
+func TestMsgIDPrefixFor(t *testing.T) {
+	if p, err := MsgIDPrefixFor(nil, false); p != "replay" || err != nil {
+		t.Errorf("fresh run: %q, %v", p, err)
+	}
+	a, _ := MsgIDPrefixFor(nil, true)
+	b, _ := MsgIDPrefixFor(nil, true)
+	if !strings.HasPrefix(a, "replay-") || a == b {
+		t.Errorf("--new-msg-id prefixes %q and %q: want replay-<run id>, different per run", a, b)
+	}
+	// A checkpoint defines its copy: resumed with or without the flag.
+	run := &Checkpoint{MsgIDPrefix: a}
+	for _, newID := range []bool{false, true} {
+		if p, err := MsgIDPrefixFor(run, newID); p != a || err != nil {
+			t.Errorf("resume (new-msg-id %v): %q, %v; want %q", newID, p, err, a)
+		}
+	}
+	for _, plain := range []*Checkpoint{{}, {MsgIDPrefix: "replay"}} {
+		if p, err := MsgIDPrefixFor(plain, false); p != "replay" || err != nil {
+			t.Errorf("plain resume: %q, %v", p, err)
+		}
+		if _, err := MsgIDPrefixFor(plain, true); err == nil {
+			t.Error("--new-msg-id with a plain checkpoint was accepted")
+		}
 	}
 }

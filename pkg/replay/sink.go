@@ -3,15 +3,10 @@ package replay
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 )
@@ -102,10 +97,14 @@ type PublishConfig struct {
 	NoProvenance bool
 	// MaxInFlight bounds unacknowledged publishes (default 1024).
 	MaxInFlight int
-	// Retries is how often a failed publish is retried (default 3).
+	// Retries is how often a publish that failed is retried (default 3).
 	Retries int
-	// MsgIDPrefix starts each copy's Nats-Msg-Id (default "replay").
+	// MsgIDPrefix starts each copy's Nats-Msg-Id (default "replay"; see
+	// NewMsgIDPrefix).
 	MsgIDPrefix string
+	// OnConnection, when set, is called when the target's connection goes
+	// away (up false) and when it is back (up true, down for how long).
+	OnConnection func(up bool, server string, down time.Duration)
 }
 
 // ValidateTarget checks a --to value without contacting anything.
@@ -133,185 +132,3 @@ func TargetSubject(to, subject string) string {
 		return to
 	}
 }
-
-// MaxConsecutiveFailures stops a republish whose target keeps refusing:
-// retrying every remaining message would only take long and fail alike.
-const MaxConsecutiveFailures = 10
-
-// ErrTargetFailing is returned when MaxConsecutiveFailures publishes in a
-// row failed after their retries.
-var ErrTargetFailing = errors.New("target keeps failing")
-
-type inflight struct {
-	seq   uint64
-	msg   *nats.Msg
-	token uint64 // 0: not sent
-	// done and err hold the outcome once it has arrived.
-	done bool
-	err  error
-}
-
-// Publisher republishes messages asynchronously with a bounded number in
-// flight, checks every acknowledgement in order, and retries failures.
-// Each copy has Nats-Msg-Id <prefix>:<stream>:<seq>, so that a re-run
-// inside the target's duplicate window stores nothing twice.
-type Publisher struct {
-	js          jetstream.JetStream
-	cfg         PublishConfig
-	acks        *acks
-	ackTimeout  time.Duration
-	idPrefix    string
-	pending     []inflight
-	failed      []uint64
-	firstFailed uint64
-	consecutive int
-	// lastErr keeps the last publish error for the summary.
-	lastErr error
-}
-
-// NewPublisher returns a publisher to js.
-func NewPublisher(js jetstream.JetStream, cfg PublishConfig) *Publisher {
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 1024
-	}
-	if cfg.Retries < 0 {
-		cfg.Retries = 0
-	} else if cfg.Retries == 0 {
-		cfg.Retries = 3
-	}
-	if cfg.MsgIDPrefix == "" {
-		cfg.MsgIDPrefix = "replay"
-	}
-	timeout := js.Options().DefaultTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	return &Publisher{js: js, cfg: cfg, ackTimeout: timeout}
-}
-
-// Copy builds the message published for m.
-func (p *Publisher) Copy(m *envelope.Message) *nats.Msg {
-	hdr := envelope.CopyHeader(m.Header)
-	if !p.cfg.NoProvenance {
-		envelope.SetProvenance(hdr, m)
-	}
-	id := make([]byte, 0, len(p.cfg.MsgIDPrefix)+len(m.Stream)+22)
-	id = append(append(append(append(id, p.cfg.MsgIDPrefix...), ':'), m.Stream...), ':')
-	id = strconv.AppendUint(id, m.Seq, 10)
-	hdr[jetstream.MsgIDHeader] = []string{string(id)}
-	return &nats.Msg{Subject: TargetSubject(p.cfg.To, m.Subject), Header: hdr, Data: m.Data}
-}
-
-// Write publishes a copy of m.
-func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
-	if p.acks == nil {
-		a, err := newAcks(p.js.Conn())
-		if err != nil {
-			return err
-		}
-		p.acks = a
-	}
-	msg := p.Copy(m)
-	token, err := p.acks.publish(msg)
-	if err != nil {
-		token = 0 // not sent: settled by a synchronous retry
-	}
-	p.pending = append(p.pending, inflight{seq: m.Seq, msg: msg, token: token})
-	for len(p.pending) > 0 && (len(p.pending) >= p.cfg.MaxInFlight || p.headDone()) {
-		if err := p.settleHead(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// headDone reports, without waiting, whether the oldest publish has its
-// outcome, and keeps that outcome.
-func (p *Publisher) headDone() bool {
-	h := &p.pending[0]
-	if h.done || h.token == 0 {
-		return true
-	}
-	h.done, h.err = p.acks.poll(h.token)
-	return h.done
-}
-
-// settleHead waits for the oldest publish and retries it if it failed.
-func (p *Publisher) settleHead(ctx context.Context) error {
-	h := p.pending[0]
-	p.pending = p.pending[1:]
-	err := h.err
-	switch {
-	case h.done:
-	case h.token != 0:
-		err = p.acks.wait(ctx, h.token, p.ackTimeout)
-		if ctx.Err() != nil {
-			p.pending = append([]inflight{h}, p.pending...)
-			return ctx.Err()
-		}
-	default:
-		err = fmt.Errorf("not sent")
-	}
-	if err == nil {
-		p.consecutive = 0
-		return nil
-	}
-	h.msg.Reply = ""
-	for attempt := 0; attempt < p.cfg.Retries; attempt++ {
-		if _, err = p.js.PublishMsg(ctx, h.msg); err == nil {
-			p.consecutive = 0
-			return nil
-		}
-		if ctx.Err() != nil {
-			p.pending = append([]inflight{h}, p.pending...)
-			return ctx.Err()
-		}
-	}
-	p.lastErr = err
-	p.failed = append(p.failed, h.seq)
-	if p.firstFailed == 0 {
-		p.firstFailed = h.seq
-	}
-	p.consecutive++
-	if p.consecutive >= MaxConsecutiveFailures {
-		return fmt.Errorf("%w: %d publishes in a row failed (last: %v)", ErrTargetFailing, p.consecutive, err)
-	}
-	return nil
-}
-
-func (p *Publisher) settleAll(ctx context.Context) error {
-	for len(p.pending) > 0 {
-		if err := p.settleHead(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Floor is the last sequence before the oldest unacknowledged or failed
-// publish: everything up to it is stored in the target.
-func (p *Publisher) Floor(lastRead uint64) uint64 {
-	floor := lastRead
-	if len(p.pending) > 0 {
-		floor = p.pending[0].seq - 1
-	}
-	if p.firstFailed > 0 && p.firstFailed-1 < floor {
-		floor = p.firstFailed - 1
-	}
-	return floor
-}
-
-// Close waits for every publish in flight.
-func (p *Publisher) Close(ctx context.Context) error {
-	err := p.settleAll(ctx)
-	if p.acks != nil {
-		p.acks.close()
-	}
-	return err
-}
-
-// Failed lists the sequences whose copies could not be stored.
-func (p *Publisher) Failed() []uint64 { return p.failed }
-
-// LastError is the last publish error, for reporting failures.
-func (p *Publisher) LastError() error { return p.lastErr }

@@ -205,7 +205,11 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	info := cons.CachedInfo()
 	defer func() {
 		// Remove the consumer now rather than at its inactive threshold,
-		// so that it does not linger in listings.
+		// so that it does not linger in listings; not while disconnected,
+		// where the request would only hold up an interrupted read.
+		if !nc.IsConnected() {
+			return
+		}
 		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			// The caller's time is up (a --wait that expired): ask for
 			// the removal without waiting for an answer that a hung

@@ -64,6 +64,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"stream-add":      cmdStreamAdd,
 		"stream-count":    cmdStreamCount,
 		"stream-current":  cmdStreamCurrent,
+		"stream-wait":     cmdStreamWait,
 		"kv-put":          cmdKVPut,
 		"kv-bucket":       cmdKVBucket,
 		"kv-op":           cmdKVOp,
