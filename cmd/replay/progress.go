@@ -20,6 +20,14 @@ func newProgress(f *factory.Factory, o *options, sum replay.Summary) *progress {
 	return &progress{bar: bar}
 }
 
-func (p *progress) update(s replay.Summary) { p.bar.Set(int64(s.Read)) }
+func (p *progress) update(s replay.Summary) {
+	if p != nil {
+		p.bar.Set(int64(s.Read))
+	}
+}
 
-func (p *progress) finish() { p.bar.Finish() }
+func (p *progress) finish() {
+	if p != nil {
+		p.bar.Finish()
+	}
+}

@@ -104,13 +104,6 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if err != nil {
 		return err
 	}
-	r, err := streamread.Resolve(ctx, js, cfg)
-	if err != nil {
-		if errors.Is(err, streamread.ErrUnsupported) {
-			return exitcode.New(exitcode.Usage, err)
-		}
-		return err
-	}
 
 	var format func([]byte, *envelope.Message) ([]byte, error)
 	switch {
@@ -127,8 +120,15 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 			cancel(errCountReached)
 		}
 	}}
-	opts := replay.Options{Filter: filter}
-	_, err = replay.Run(ctx, replay.StreamSource(js, r), sink, replay.Summary{Stream: stream}, opts)
+	started := false
+	run := replay.Config{Range: cfg, Sink: sink, Filter: filter, Started: func(replay.Summary) { started = true }}
+	_, err = replay.Run(ctx, js, run)
+	if !started {
+		if errors.Is(err, streamread.ErrUnsupported) {
+			return exitcode.New(exitcode.Usage, err)
+		}
+		return err
+	}
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errCountReached):
 		return nil

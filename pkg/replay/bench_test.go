@@ -49,12 +49,8 @@ func benchmarkRead(b *testing.B, reader streamread.ReaderKind) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := streamread.Resolve(ctx, js, streamread.Config{Stream: "BENCH", Reader: reader})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink := NewLineSink(io.Discard, nil)
-		sum, err := Run(ctx, StreamSource(js, r), sink, Summary{Stream: "BENCH"}, Options{})
+		cfg := Config{Range: streamread.Config{Stream: "BENCH", Reader: reader}, Sink: NewLineSink(io.Discard, nil)}
+		sum, err := Run(ctx, js, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,11 +81,8 @@ func BenchmarkRepublish(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		r, err := streamread.Resolve(ctx, js, streamread.Config{Stream: "BENCH"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sum, err := Run(ctx, StreamSource(js, r), NewPublisher(js, PublishConfig{To: name + ".>"}), Summary{Stream: "BENCH"}, Options{})
+		cfg := Config{Range: streamread.Config{Stream: "BENCH"}, Publish: &PublishConfig{To: name + ".>"}}
+		sum, err := Run(ctx, js, cfg)
 		if err != nil || len(sum.Failed) > 0 {
 			b.Fatal(err, sum.Failed)
 		}

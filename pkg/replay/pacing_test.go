@@ -59,8 +59,8 @@ func checkGaps(t *testing.T, s *timedSink, want []time.Duration) {
 
 func TestPaceOriginalKeepsGapsDividedBySpeed(t *testing.T) {
 	sink := &timedSink{}
-	_, err := Run(context.Background(), messagesAt(0, 200*time.Millisecond, 200*time.Millisecond, 600*time.Millisecond), sink, Summary{},
-		Options{PaceOriginal: true, Speed: 2})
+	_, err := pump(context.Background(), messagesAt(0, 200*time.Millisecond, 200*time.Millisecond, 600*time.Millisecond), sink, Summary{},
+		Config{PaceOriginal: true, Speed: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +73,8 @@ func TestPaceOriginalMaxGap(t *testing.T) {
 	sink := &timedSink{}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, err := Run(ctx, messagesAt(0, time.Hour, 2*time.Hour), sink, Summary{},
-		Options{PaceOriginal: true, Speed: 1, MaxGap: 30 * time.Millisecond})
+	_, err := pump(ctx, messagesAt(0, time.Hour, 2*time.Hour), sink, Summary{},
+		Config{PaceOriginal: true, Speed: 1, MaxGap: 30 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestRateSpacesMessages(t *testing.T) {
 	const n = 30
 	offsets := make([]time.Duration, n)
 	start := time.Now()
-	_, err := Run(context.Background(), messagesAt(offsets...), sink, Summary{}, Options{Rate: 100})
+	_, err := pump(context.Background(), messagesAt(offsets...), sink, Summary{}, Config{Rate: 100}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
