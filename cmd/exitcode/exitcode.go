@@ -15,6 +15,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/plan"
 	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // Exit codes, identical for every command (DESIGN §4).
@@ -149,7 +150,8 @@ var sentinels = []struct {
 	{pkgdlq.ErrInvalid, Usage},
 	{pkgdlq.ErrLocked, Failure},
 	{pkgdlq.ErrLeaseLost, Failure},
-	{replay.ErrUnsupported, Usage},
+	{streamread.ErrUnsupported, Usage},
+	{replay.ErrInvalid, Usage},
 }
 
 var apiErrorFraming = regexp.MustCompile(`API error: code=\d+ err_code=\d+ description=`)

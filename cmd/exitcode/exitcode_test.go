@@ -12,6 +12,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/plan"
 	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 func TestOf(t *testing.T) {
@@ -34,7 +35,8 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("%w: --max", pkgdlq.ErrInvalid), Usage},
 		{fmt.Errorf("%w: %w", pkgdlq.ErrLeaseLost, context.Canceled), Failure},
 		{fmt.Errorf("%w: %w", pkgdlq.ErrLocked, jetstream.ErrKeyNotFound), Failure},
-		{fmt.Errorf("reader: %w", replay.ErrUnsupported), Usage},
+		{fmt.Errorf("reader: %w", streamread.ErrUnsupported), Usage},
+		{fmt.Errorf("checkpoint: %w", replay.ErrInvalid), Usage},
 		{fmt.Errorf("export: %w", &plan.NotFoundError{Label: `stream "X"`}), NotFound},
 	}
 	for _, tt := range tests {

@@ -13,13 +13,21 @@ func newProgress(f *factory.Factory, o *options, sum replay.Summary) *progress {
 	if sum.LastSeq >= sum.FirstSeq && sum.LastSeq > 0 {
 		total = int64(sum.LastSeq - sum.FirstSeq + 1)
 	}
-	bar := f.NewProgress(total, "replay", o.noProgress || o.follow)
+	bar := f.NewProgress(total, "replay", o.noProgress || o.Follow())
 	if bar == nil {
 		return nil
 	}
 	return &progress{bar: bar}
 }
 
-func (p *progress) update(s replay.Summary) { p.bar.Set(int64(s.Read)) }
+func (p *progress) update(s replay.Summary) {
+	if p != nil {
+		p.bar.Set(int64(s.Read))
+	}
+}
 
-func (p *progress) finish() { p.bar.Finish() }
+func (p *progress) finish() {
+	if p != nil {
+		p.bar.Finish()
+	}
+}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
-	cmdreplay "github.com/jetctl/jetctl/cmd/replay"
+	"github.com/jetctl/jetctl/cmd/streamflags"
 	"github.com/jetctl/jetctl/cmd/tailflags"
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/replay"
 )
 
 type tailOptions struct {
-	rng    cmdreplay.RangeFlags
+	rng    streamflags.Range
 	filter string
 	tail   tailflags.Flags
 }
@@ -72,8 +72,8 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if err := o.tail.Validate(); err != nil {
 		return err
 	}
-	skips := cmdreplay.NewSkips(f.IO.ErrOut)
-	filter, err := cmdreplay.MessageFilter(ctx, o.filter, skips)
+	skips := streamflags.NewSkips(f.IO.ErrOut)
+	filter, err := streamflags.MessageFilter(ctx, o.filter, skips)
 	if err != nil {
 		return err
 	}
@@ -97,19 +97,13 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	if err != nil {
 		return err
 	}
-	r, err := replay.Resolve(ctx, js, cfg)
-	if err != nil {
-		return err
-	}
 
 	var format func([]byte, *envelope.Message) ([]byte, error)
 	switch {
 	case o.tail.Raw:
-		format = func(buf []byte, m *envelope.Message) ([]byte, error) {
-			return tailflags.Line(buf, m.Data), nil
-		}
+		format = streamflags.RawFormat
 	case f.Output.JQ != "":
-		format = cmdreplay.JQFormat(p, skips)
+		format = streamflags.JQFormat(p, skips)
 	}
 	lines := replay.NewLineSink(f.IO.Out, format)
 	matched := 0
@@ -119,10 +113,14 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 			cancel(errCountReached)
 		}
 	}}
-	opts := replay.Options{Filter: filter}
-	_, err = replay.Run(ctx, replay.StreamSource(js, r), sink, replay.Summary{Stream: stream}, opts)
-	switch {
-	case errors.Is(context.Cause(ctx), errCountReached):
+	started := false
+	run := replay.Config{Range: cfg, Sink: sink, Filter: filter, Started: func(replay.Summary) { started = true }}
+	_, err = replay.Run(ctx, js, run)
+	if !started {
+		return err
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCountReached):
 		return nil
 	case o.tail.TimedOut(parent, ctx):
 		return o.tail.Expired(tailflags.Messages, fmt.Sprintf("stream %q", stream), matched)

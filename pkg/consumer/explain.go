@@ -17,6 +17,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // Severity ranks a finding: info is worth knowing, warning needs a look,
@@ -453,7 +454,7 @@ func singleFilter(filters []string) string {
 }
 
 func matchesAny(filters []string, subject string) bool {
-	return len(filters) == 0 || jsapi.SubjectMatchesAny(filters, subject)
+	return len(filters) == 0 || streamread.SubjectMatchesAny(filters, subject)
 }
 
 func (e *explainer) otherConsumers(ctx context.Context) ([]*jetstream.ConsumerInfo, error) {

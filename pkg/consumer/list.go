@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // ListConfig says which consumers List reads.
@@ -272,7 +272,7 @@ type deadCounts struct {
 func (d deadCounts) of(consumer string) (int64, bool) {
 	advisory := dlq.AdvisorySubjects(d.source, []string{consumer})[0]
 	for _, s := range d.subjects {
-		if jsapi.SubjectMatches(s, advisory) {
+		if streamread.SubjectMatches(s, advisory) {
 			return d.counts[consumer], true
 		}
 	}

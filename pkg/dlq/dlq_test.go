@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
-	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 func TestParseAdvisory(t *testing.T) {
@@ -124,13 +123,5 @@ func TestSubjects(t *testing.T) {
 	merged := mergeSubjects(AdvisorySubjects("S", []string{"a"}), AdvisorySubjects("S", nil))
 	if !reflect.DeepEqual(merged, AdvisorySubjects("S", nil)) {
 		t.Errorf("a wildcard should replace per-consumer subjects: %v", merged)
-	}
-	for _, c := range []struct {
-		filter, subject string
-		want            bool
-	}{{"a.*", "a.b", true}, {"a.*", "a.b.c", false}, {"a.>", "a.b.c", true}, {"a.>", "a", false}, {"a.b", "a.b", true}, {">", "x", true}} {
-		if jsapi.SubjectMatches(c.filter, c.subject) != c.want {
-			t.Errorf("jsapi.SubjectMatches(%q, %q) != %v", c.filter, c.subject, c.want)
-		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
-	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // Entry is a message in a DLQ stream, described by its headers.
@@ -172,11 +172,11 @@ func DLQStreams(ctx context.Context, js jetstream.JetStream, source, dlqStream s
 // Each passes the selected entries of a DLQ stream to emit, in order, up
 // to the last message stored when it starts.
 func Each(ctx context.Context, js jetstream.JetStream, dlqStream string, sel Select, emit func(Entry) error) error {
-	r, err := replay.Resolve(ctx, js, replay.Config{Stream: dlqStream})
+	r, err := streamread.Resolve(ctx, js, streamread.Config{Stream: dlqStream})
 	if err != nil {
 		return err
 	}
-	return replay.Read(ctx, js, r, func(m *envelope.Message) error {
+	return streamread.Read(ctx, js, r, func(m *envelope.Message) error {
 		e := EntryFrom(m)
 		if !sel.keep(e) {
 			return nil

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // SetupConfig says what to set up for one source stream.
@@ -341,7 +341,7 @@ func mergeSubjects(have, want []string) []string {
 	for _, s := range out {
 		covered := false
 		for _, o := range out {
-			if o != s && strings.HasSuffix(o, ".*") && jsapi.SubjectMatches(o, s) {
+			if o != s && strings.HasSuffix(o, ".*") && streamread.SubjectMatches(o, s) {
 				covered = true
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // SweepConfig says what to sweep.
@@ -237,7 +238,7 @@ func (s *sweeper) durable(ctx context.Context) (string, []string, error) {
 	for _, f := range filters {
 		ok := false
 		for _, c := range captured {
-			ok = ok || jsapi.SubjectMatches(c, f)
+			ok = ok || streamread.SubjectMatches(c, f)
 		}
 		if !ok {
 			return "", nil, fmt.Errorf("stream %q: %w: advisories of consumer %q are not captured (run: jetctl dlq setup --stream %s --consumer %s)",
@@ -355,7 +356,7 @@ func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters 
 				return err
 			}
 			from = m.Seq + 1
-			if len(filters) > 0 && !slices.ContainsFunc(filters, func(f string) bool { return jsapi.SubjectMatches(f, m.Subject) }) {
+			if len(filters) > 0 && !slices.ContainsFunc(filters, func(f string) bool { return streamread.SubjectMatches(f, m.Subject) }) {
 				continue
 			}
 			s.admit(m.Data, nil, batch, &order)
@@ -611,7 +612,7 @@ func consumerWants(ci *jetstream.ConsumerInfo, subject string) bool {
 	if ci.Config.FilterSubject != "" {
 		filters = append(slices.Clip(filters), ci.Config.FilterSubject)
 	}
-	return jsapi.SubjectMatchesAny(filters, subject)
+	return streamread.SubjectMatchesAny(filters, subject)
 }
 
 func (s *sweeper) count(r Record) {

@@ -1,8 +1,8 @@
 // Package jsapi makes the raw JetStream API requests that nats.go does not
 // offer in the form jetctl needs: coherent message gets on the stream
 // leader (by sequence, next by subject, or by start time), deletes whose
-// "already deleted" is no error, subject matching, and in-order reads with
-// a pull consumer (ReadOrdered). replay, dlq and kv share it.
+// "already deleted" is no error, and the API prefix and client trace those
+// requests share. Reading a stream lives in pkg/streamread.
 package jsapi
 
 import (
@@ -63,14 +63,19 @@ func traceRequest(t *jetstream.ClientTrace, subject string, body []byte) {
 // ErrNoMessage is the server's "no message found" (10037).
 var ErrNoMessage = errors.New("no message found")
 
-// MsgGetRequest is the body of STREAM.MSG.GET and DIRECT.GET.
+// MsgGetRequest is the body of STREAM.MSG.GET and DIRECT.GET. The last
+// fields are DIRECT.GET's alone: a batch, and the last messages of several
+// subjects (multi_last) up to a sequence or a time.
 type MsgGetRequest struct {
-	Seq       uint64     `json:"seq,omitempty"`
-	LastFor   string     `json:"last_by_subj,omitempty"`
-	NextFor   string     `json:"next_by_subj,omitempty"`
-	StartTime *time.Time `json:"start_time,omitempty"`
-	Batch     int        `json:"batch,omitempty"`
-	MaxBytes  int        `json:"max_bytes,omitempty"`
+	Seq          uint64     `json:"seq,omitempty"`
+	LastFor      string     `json:"last_by_subj,omitempty"`
+	NextFor      string     `json:"next_by_subj,omitempty"`
+	StartTime    *time.Time `json:"start_time,omitempty"`
+	Batch        int        `json:"batch,omitempty"`
+	MaxBytes     int        `json:"max_bytes,omitempty"`
+	MultiLastFor []string   `json:"multi_last,omitempty"`
+	UpToSeq      uint64     `json:"up_to_seq,omitempty"`
+	UpToTime     *time.Time `json:"up_to_time,omitempty"`
 }
 
 type response struct {
@@ -170,35 +175,17 @@ func (c *Client) MsgDelete(ctx context.Context, stream string, seq uint64) error
 	return nil
 }
 
-// SubjectMatches reports whether subject matches filter, with the * and >
-// wildcards; an empty filter matches everything.
-func SubjectMatches(filter, subject string) bool {
-	if filter == "" || filter == ">" {
-		return true
-	}
-	ft := strings.Split(filter, ".")
-	st := strings.Split(subject, ".")
-	for i, t := range ft {
-		if t == ">" {
-			return len(st) > i
+// APIPrefix is the subject prefix of the JetStream API for js: its domain's,
+// its API prefix, or $JS.API.
+func APIPrefix(o jetstream.JetStreamOptions) string {
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		if strings.HasSuffix(o.APIPrefix, ".") {
+			return o.APIPrefix
 		}
-		if i >= len(st) || (t != "*" && t != st[i]) {
-			return false
-		}
+		return o.APIPrefix + "."
 	}
-	return len(ft) == len(st)
-}
-
-// SubjectMatchesAny reports whether subject matches one of filters; no
-// filters match everything.
-func SubjectMatchesAny(filters []string, subject string) bool {
-	if len(filters) == 0 {
-		return true
-	}
-	for _, f := range filters {
-		if SubjectMatches(f, subject) {
-			return true
-		}
-	}
-	return false
+	return jetstream.DefaultAPIPrefix
 }

@@ -1,39 +1,10 @@
 package jsapi
 
-import "testing"
+import (
+	"testing"
 
-func TestSubjectMatches(t *testing.T) {
-	tests := []struct {
-		filter, subject string
-		want            bool
-	}{
-		{"", "anything", true},
-		{">", "a.b", true},
-		{"orders.*", "orders.created", true},
-		{"orders.*", "orders.created.eu", false},
-		{"orders.>", "orders.created.eu", true},
-		{"orders.>", "orders", false},
-		{"*.created", "orders.created", true},
-		{"orders.created", "orders.paid", false},
-	}
-	for _, tt := range tests {
-		if got := SubjectMatches(tt.filter, tt.subject); got != tt.want {
-			t.Errorf("SubjectMatches(%q, %q) = %v", tt.filter, tt.subject, got)
-		}
-	}
-}
-
-func TestSubjectMatchesAny(t *testing.T) {
-	if !SubjectMatchesAny(nil, "anything") {
-		t.Error("no filters should match everything")
-	}
-	if !SubjectMatchesAny([]string{"orders.paid", "orders.*"}, "orders.created") {
-		t.Error("the second filter matches")
-	}
-	if SubjectMatchesAny([]string{"orders.paid", "returns.>"}, "orders.created") {
-		t.Error("no filter matches")
-	}
-}
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 func TestValidateStreamName(t *testing.T) {
 	for _, ok := range []string{"ORDERS", "orders-v2", "DLQ_ORDERS", "ÜBER", "a"} {
@@ -48,6 +19,22 @@ func TestValidateStreamName(t *testing.T) {
 	for _, bad := range []string{"", "OR DERS", "ORD*", "orders.>", "a.b", "a/b", `a\b`, "tab\there", string(long)} {
 		if err := ValidateStreamName(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestAPIPrefix(t *testing.T) {
+	for _, c := range []struct {
+		o    jetstream.JetStreamOptions
+		want string
+	}{
+		{jetstream.JetStreamOptions{}, "$JS.API."},
+		{jetstream.JetStreamOptions{Domain: "hub"}, "$JS.hub.API."},
+		{jetstream.JetStreamOptions{APIPrefix: "$JS.other.API"}, "$JS.other.API."},
+		{jetstream.JetStreamOptions{APIPrefix: "x."}, "x."},
+	} {
+		if got := APIPrefix(c.o); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.o, got, c.want)
 		}
 	}
 }

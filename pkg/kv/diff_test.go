@@ -231,26 +231,6 @@ func TestValidateKeyPattern(t *testing.T) {
 }
 
 func TestPatterns(t *testing.T) {
-	for _, tt := range []struct {
-		a, b          string
-		covers, overl bool
-	}{
-		{">", "a.b", true, true},
-		{"a.*", "a.b", true, true},
-		{"a.*", "a.b.c", false, false},
-		{"a.>", "a.b.c", true, true},
-		{"a.>", "a", false, false},
-		{"a.*", "*.b", false, true},
-		{"a.b", "a.c", false, false},
-		{"a.*", "a.>", false, true},
-	} {
-		if got := covers(tt.a, tt.b); got != tt.covers {
-			t.Errorf("covers(%s, %s) = %v", tt.a, tt.b, got)
-		}
-		if got := overlap(tt.a, tt.b); got != tt.overl {
-			t.Errorf("overlap(%s, %s) = %v", tt.a, tt.b, got)
-		}
-	}
 	b := &bucket{prefix: "$KV.b."}
 	filters, match := b.consumerFilters([]string{"a.b", "a.*", "c"})
 	if strings.Join(filters, ",") != "$KV.b.a.*,$KV.b.c" || match != nil {

@@ -5,9 +5,9 @@
 // A bucket is the stream KV_<bucket>; key K is the subject $KV.<bucket>.K,
 // its revisions are that subject's messages and their stream sequences, and
 // a KV-Operation header marks deletes (DEL) and purges (PURGE). Everything
-// here reads that stream directly, with ephemeral pull consumers kept in
-// order (pull.go) and batched direct gets, so that whole-bucket work costs one pass rather than a request per
-// key.
+// here reads that stream directly, through pkg/streamread's in-order pull
+// reader and batched direct gets, so that whole-bucket work costs one pass
+// rather than a request per key.
 package kv
 
 import (

@@ -6,7 +6,10 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // RevisionDiffConfig selects two revisions of a key. A zero ToRev is the
@@ -120,20 +123,15 @@ func (b *bucket) previous(ctx context.Context, js jetstream.JetStream, key strin
 	if !b.info.Config.AllowDirect {
 		return b.previousByScan(ctx, js, key, rev)
 	}
-	msgs, err := jetstreamext.GetLastMsgsFor(ctx, js, b.info.Config.Name, []string{b.subject(key)}, jetstreamext.GetLastMsgsUpToSeq(rev-1))
+	var prev *Entry
+	req := jsapi.MsgGetRequest{MultiLastFor: []string{b.subject(key)}, UpToSeq: rev - 1}
+	err := streamread.DirectGet(ctx, js, b.info.Config.Name, req, func(m *envelope.Message) error {
+		e := b.entry(m.Subject, m.Seq, m.Time, m.Header, m.Data)
+		prev = &e
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bucket %q: key %q: %w", b.name, key, err)
-	}
-	var prev *Entry
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("bucket %q: key %q: %w", b.name, key, err)
-		}
-		e := b.entry(m.Subject, m.Sequence, m.Time, m.Header, m.Data)
-		prev = &e
 	}
 	return prev, nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // scanSpec is one pass over a bucket's stream.
@@ -28,7 +30,8 @@ var errStop = errors.New("stop scan")
 
 // scan delivers the matching revisions in stream order to fn until the end
 // of the range (unless following), ctx is done, or fn returns errStop or an
-// error. It reads with pullScan.
+// error. It reads with streamread.ReadOrdered, an in-order pull consumer
+// that resumes after the last revision seen.
 func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec, fn func(Entry) error) error {
 	filters, match := b.consumerFilters(spec.patterns)
 	if spec.deliver == jetstream.DeliverByStartTimePolicy && len(filters) > 1 {
@@ -46,23 +49,30 @@ func (b *bucket) scan(ctx context.Context, js jetstream.JetStream, spec scanSpec
 			spec.deliver, spec.startSeq = jetstream.DeliverByStartSequencePolicy, seq
 		}
 	}
-	p := pass{
-		cfg:    jetstream.ConsumerConfig{FilterSubjects: filters, DeliverPolicy: spec.deliver},
-		endSeq: b.info.State.LastSeq,
-		follow: spec.follow,
-		match:  match,
+	read := streamread.OrderedRead{
+		Label:    fmt.Sprintf("bucket %q", b.name),
+		Consumer: jetstream.ConsumerConfig{FilterSubjects: filters, DeliverPolicy: spec.deliver},
+		EndSeq:   b.info.State.LastSeq,
+		Follow:   spec.follow,
+		Match:    match,
 	}
 	switch spec.deliver {
 	case jetstream.DeliverByStartSequencePolicy:
-		p.cfg.OptStartSeq = spec.startSeq
+		read.Consumer.OptStartSeq = spec.startSeq
 	case jetstream.DeliverByStartTimePolicy:
 		t := spec.startTime.UTC()
-		p.cfg.OptStartTime = &t
+		read.Consumer.OptStartTime = &t
 	}
-	if !p.follow && p.endSeq == 0 {
+	if !read.Follow && read.EndSeq == 0 {
 		return nil
 	}
-	return b.pullScan(ctx, js, p, fn)
+	return streamread.ReadOrdered(ctx, js, b.stream, read, func(m *streamread.StoredMsg) error {
+		err := fn(b.entry(m.Subject, m.Seq, m.Time, m.Header, m.Data))
+		if errors.Is(err, errStop) {
+			return streamread.ErrStop
+		}
+		return err
+	})
 }
 
 // consumerFilters turns key patterns into consumer filter subjects. The
@@ -74,7 +84,7 @@ func (b *bucket) consumerFilters(patterns []string) ([]string, func(string) bool
 	for i, p := range patterns {
 		covered := false
 		for j, q := range patterns {
-			if i != j && covers(q, p) && (!covers(p, q) || j < i) {
+			if i != j && streamread.SubjectCovers(q, p) && (!streamread.SubjectCovers(p, q) || j < i) {
 				covered = true
 				break
 			}
@@ -85,7 +95,7 @@ func (b *bucket) consumerFilters(patterns []string) ([]string, func(string) bool
 	}
 	for i := range kept {
 		for j := i + 1; j < len(kept); j++ {
-			if overlap(kept[i], kept[j]) {
+			if streamread.SubjectsOverlap(kept[i], kept[j]) {
 				return b.filters(nil), b.matcher(kept)
 			}
 		}
@@ -98,7 +108,7 @@ func (b *bucket) matcher(patterns []string) func(string) bool {
 	filters := b.filters(patterns)
 	return func(subject string) bool {
 		for _, f := range filters {
-			if covers(f, subject) {
+			if streamread.SubjectCovers(f, subject) {
 				return true
 			}
 		}
@@ -114,57 +124,13 @@ func (b *bucket) seqAtTime(ctx context.Context, js jetstream.JetStream, t time.T
 	if !b.info.Config.AllowDirect {
 		return 0, nil
 	}
-	msgs, err := jetstreamext.GetBatch(ctx, js, b.info.Config.Name, 1, jetstreamext.GetBatchStartTime(t))
+	seq := b.info.State.LastSeq + 1
+	err := streamread.DirectGet(ctx, js, b.info.Config.Name, jsapi.MsgGetRequest{StartTime: &t, Batch: 1}, func(m *envelope.Message) error {
+		seq = m.Seq
+		return streamread.ErrStop
+	})
 	if err != nil {
 		return 0, fmt.Errorf("bucket %q: %w", b.name, err)
 	}
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
-		if err != nil {
-			return 0, fmt.Errorf("bucket %q: %w", b.name, err)
-		}
-		return m.Sequence, nil
-	}
-	return b.info.State.LastSeq + 1, nil
+	return seq, nil
 }
-
-// covers reports whether every subject that b matches, a matches too.
-func covers(a, b string) bool {
-	at, bt := strings.Split(a, "."), strings.Split(b, ".")
-	for i, t := range at {
-		if t == ">" {
-			return i < len(bt)
-		}
-		if i >= len(bt) {
-			return false
-		}
-		switch {
-		case t == "*":
-			if bt[i] == ">" {
-				return false
-			}
-		case t != bt[i]:
-			return false
-		}
-	}
-	return len(at) == len(bt)
-}
-
-// overlap reports whether some subject matches both patterns.
-func overlap(a, b string) bool {
-	at, bt := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(at) && i < len(bt); i++ {
-		if at[i] == ">" || bt[i] == ">" {
-			return true
-		}
-		if at[i] != "*" && bt[i] != "*" && at[i] != bt[i] {
-			return false
-		}
-	}
-	return len(at) == len(bt)
-}
-
-// Matches reports whether key matches the key pattern (NATS wildcards).
-func Matches(pattern, key string) bool { return covers(pattern, key) }

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // DefaultValueBudget is how many bytes of values a bucket diff keeps in
@@ -158,20 +160,15 @@ func (s state) lastBefore(ctx context.Context, js jetstream.JetStream, keys, pat
 }
 
 func (s state) multiLast(ctx context.Context, js jetstream.JetStream, subjects []string, t time.Time, fn func(Entry)) (int, error) {
-	msgs, err := jetstreamext.GetLastMsgsFor(ctx, js, s.b.info.Config.Name, subjects, jetstreamext.GetLastMsgsUpToTime(t))
-	if err != nil {
-		return 0, fmt.Errorf("bucket %q: %w", s.b.name, err)
-	}
 	n := 0
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
-		if err != nil {
-			return n, fmt.Errorf("bucket %q: reading the state at %s: %w", s.b.name, t.UTC().Format(time.RFC3339), err)
-		}
-		fn(s.b.entry(m.Subject, m.Sequence, m.Time, m.Header, m.Data))
+	req := jsapi.MsgGetRequest{MultiLastFor: subjects, UpToTime: &t}
+	err := streamread.DirectGet(ctx, js, s.b.info.Config.Name, req, func(m *envelope.Message) error {
+		fn(s.b.entry(m.Subject, m.Seq, m.Time, m.Header, m.Data))
 		n++
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("bucket %q: reading the state at %s: %w", s.b.name, t.UTC().Format(time.RFC3339), err)
 	}
 	return n, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // benchMsgs is the stream size for the read benchmarks; JETCTL_BENCH_MSGS
@@ -42,18 +43,14 @@ func benchStream(b *testing.B, n int) jetstream.JetStream {
 	return js
 }
 
-func benchmarkRead(b *testing.B, reader ReaderKind) {
+func benchmarkRead(b *testing.B, reader streamread.ReaderKind) {
 	n := benchMsgs()
 	js := benchStream(b, n)
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := Resolve(ctx, js, Config{Stream: "BENCH", Reader: reader})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sink := NewLineSink(io.Discard, nil)
-		sum, err := Run(ctx, StreamSource(js, r), sink, Summary{Stream: "BENCH"}, Options{})
+		cfg := Config{Range: streamread.Config{Stream: "BENCH", Reader: reader}, Sink: NewLineSink(io.Discard, nil)}
+		sum, err := Run(ctx, js, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,10 +62,10 @@ func benchmarkRead(b *testing.B, reader ReaderKind) {
 }
 
 // BenchmarkReplayOrdered: an ordered consumer to JSON lines.
-func BenchmarkReplayOrdered(b *testing.B) { benchmarkRead(b, ReaderOrdered) }
+func BenchmarkReplayOrdered(b *testing.B) { benchmarkRead(b, streamread.ReaderOrdered) }
 
 // BenchmarkReplayDirect: batched direct get to JSON lines.
-func BenchmarkReplayDirect(b *testing.B) { benchmarkRead(b, ReaderDirect) }
+func BenchmarkReplayDirect(b *testing.B) { benchmarkRead(b, streamread.ReaderDirect) }
 
 // BenchmarkRepublish: read with an ordered consumer and republish to
 // another stream on the same server.
@@ -84,11 +81,8 @@ func BenchmarkRepublish(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		r, err := Resolve(ctx, js, Config{Stream: "BENCH"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		sum, err := Run(ctx, StreamSource(js, r), NewPublisher(js, PublishConfig{To: name + ".>"}), Summary{Stream: "BENCH"}, Options{})
+		cfg := Config{Range: streamread.Config{Stream: "BENCH"}, Publish: &PublishConfig{To: name + ".>"}}
+		sum, err := Run(ctx, js, cfg)
 		if err != nil || len(sum.Failed) > 0 {
 			b.Fatal(err, sum.Failed)
 		}

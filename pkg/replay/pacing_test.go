@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // timedSink records when each message was written.
@@ -25,7 +26,7 @@ func (s *timedSink) Write(_ context.Context, m *envelope.Message) error {
 // fixed start.
 func messagesAt(offsets ...time.Duration) Source {
 	start := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
-	return func(ctx context.Context, emit Emit) error {
+	return func(ctx context.Context, emit streamread.Emit) error {
 		for i, off := range offsets {
 			if err := emit(&envelope.Message{Stream: "S", Seq: uint64(i + 1), Subject: "s", Time: start.Add(off)}); err != nil {
 				return err
@@ -58,8 +59,8 @@ func checkGaps(t *testing.T, s *timedSink, want []time.Duration) {
 
 func TestPaceOriginalKeepsGapsDividedBySpeed(t *testing.T) {
 	sink := &timedSink{}
-	_, err := Run(context.Background(), messagesAt(0, 200*time.Millisecond, 200*time.Millisecond, 600*time.Millisecond), sink, Summary{},
-		Options{PaceOriginal: true, Speed: 2})
+	_, err := pump(context.Background(), messagesAt(0, 200*time.Millisecond, 200*time.Millisecond, 600*time.Millisecond), sink, Summary{},
+		Config{PaceOriginal: true, Speed: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +73,8 @@ func TestPaceOriginalMaxGap(t *testing.T) {
 	sink := &timedSink{}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, err := Run(ctx, messagesAt(0, time.Hour, 2*time.Hour), sink, Summary{},
-		Options{PaceOriginal: true, Speed: 1, MaxGap: 30 * time.Millisecond})
+	_, err := pump(ctx, messagesAt(0, time.Hour, 2*time.Hour), sink, Summary{},
+		Config{PaceOriginal: true, Speed: 1, MaxGap: 30 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestRateSpacesMessages(t *testing.T) {
 	const n = 30
 	offsets := make([]time.Duration, n)
 	start := time.Now()
-	_, err := Run(context.Background(), messagesAt(offsets...), sink, Summary{}, Options{Rate: 100})
+	_, err := pump(context.Background(), messagesAt(offsets...), sink, Summary{}, Config{Rate: 100}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

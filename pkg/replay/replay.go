@@ -16,30 +16,8 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/retry"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
-
-// Options shape a replay beyond its range and sink.
-type Options struct {
-	// Filter keeps a message when it returns true.
-	Filter func(*envelope.Message) (bool, error)
-	// Rate limits messages per second (0: as fast as possible).
-	Rate float64
-	// PaceOriginal reproduces the gaps between the messages' times,
-	// divided by Speed (default 1) and capped at MaxGap (if set).
-	PaceOriginal bool
-	Speed        float64
-	MaxGap       time.Duration
-	// CheckpointPath, when set, records the sink's floor there while the
-	// replay runs and when it ends.
-	CheckpointPath string
-	// Target names the sink in the checkpoint file.
-	Target string
-	// Resume is the checkpoint this run continues, if any: a republish
-	// looks in the target for copies stored after it.
-	Resume *Checkpoint
-	// Progress, when set, is called about every 200ms and at the end.
-	Progress func(Summary)
-}
 
 // Summary is what a replay did.
 type Summary struct {
@@ -62,6 +40,8 @@ type Summary struct {
 	PerSecond   float64           `json:"messages_per_second"`
 	// Resumed is the sequence a checkpoint made this run start after.
 	Resumed uint64 `json:"resumed_after,omitempty"`
+	// LastError (republishing) is why the last of Failed failed.
+	LastError error `json:"-"`
 }
 
 const checkpointEvery = 200 * time.Millisecond
@@ -81,18 +61,18 @@ type republisher interface {
 }
 
 // Source yields messages to a replay: a stream range or a dump file.
-type Source func(ctx context.Context, emit Emit) error
+type Source func(ctx context.Context, emit streamread.Emit) error
 
 // StreamSource reads r from js.
-func StreamSource(js jetstream.JetStream, r Range) Source {
-	return func(ctx context.Context, emit Emit) error { return Read(ctx, js, r, emit) }
+func StreamSource(js jetstream.JetStream, r streamread.Range) Source {
+	return func(ctx context.Context, emit streamread.Emit) error { return streamread.Read(ctx, js, r, emit) }
 }
 
 // FileSource reads JSON lines written by a replay dump, skipping messages
 // at or below after (a checkpoint). Check the whole dump with ValidateDump
 // first: a bad line here stops the replay after the lines before it.
 func FileSource(rd io.Reader, after uint64) Source {
-	return func(ctx context.Context, emit Emit) error {
+	return func(ctx context.Context, emit streamread.Emit) error {
 		return scanDump(ctx, rd, func(line int, m *envelope.Message, err error) error {
 			if err != nil {
 				return fmt.Errorf("line %d: %w", line, err)
@@ -189,11 +169,12 @@ func scanDump(ctx context.Context, rd io.Reader, each func(line int, m *envelope
 // maxDumpLine bounds a dump's line: a 64 MiB payload in base64, with room.
 const maxDumpLine = 96 << 20
 
-// Run passes every message from src through the filter and pacing to sink,
-// checkpointing as it goes. Interrupted (ctx cancelled), it stops reading,
-// waits for what is in flight, writes the checkpoint and returns ctx's
-// error with the summary.
-func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) (Summary, error) {
+// pump passes every message from src through the filter and pacing to
+// sink, checkpointing as it goes; resume is the checkpoint this run
+// continues, if any. Interrupted (ctx cancelled), it stops reading, waits
+// for what is in flight, writes the checkpoint and returns ctx's error with
+// the summary.
+func pump(ctx context.Context, src Source, sink Sink, sum Summary, opts Config, resume *Checkpoint) (Summary, error) {
 	start := time.Now()
 	var limiter *rate.Limiter
 	if opts.Rate > 0 {
@@ -225,7 +206,7 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 		if opts.CheckpointPath == "" || (cp == 0 && pub == nil) {
 			return nil
 		}
-		c := Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.Target}
+		c := Checkpoint{Stream: sum.Stream, LastSeq: cp, ToSeq: sum.LastSeq, Target: opts.target()}
 		if fs, ok := sink.(*FileSink); ok {
 			off := fs.Offset()
 			c.FileOffset = &off
@@ -247,7 +228,7 @@ func Run(ctx context.Context, src Source, sink Sink, sum Summary, opts Options) 
 	}
 	var floorErr error
 	if pub != nil && opts.CheckpointPath != "" {
-		if err := pub.Prepare(ctx, opts.Resume); err != nil {
+		if err := pub.Prepare(ctx, resume); err != nil {
 			return sum, err
 		}
 		// Written before the first copy, so that a run killed before its
@@ -425,7 +406,7 @@ func SaveCheckpoint(path string, cp Checkpoint) error {
 
 // Resume narrows r to what a checkpoint left to do: after its last
 // sequence, up to the end fixed when the first run started.
-func Resume(r Range, cp *Checkpoint) (Range, error) {
+func Resume(r streamread.Range, cp *Checkpoint) (streamread.Range, error) {
 	if cp == nil {
 		return r, nil
 	}

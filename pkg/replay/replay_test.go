@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 func TestTargetSubject(t *testing.T) {
@@ -54,7 +55,7 @@ func TestRunFiltersAndCountsFromFile(t *testing.T) {
 	}
 	sink := &recordingSink{}
 	keepX := func(m *envelope.Message) (bool, error) { return m.Subject == "a.x", nil }
-	sum, err := Run(context.Background(), FileSource(strings.NewReader(dump), 1), sink, Summary{Stream: "S"}, Options{Filter: keepX})
+	sum, err := pump(context.Background(), FileSource(strings.NewReader(dump), 1), sink, Summary{Stream: "S"}, Config{Filter: keepX}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestRunFiltersAndCountsFromFile(t *testing.T) {
 }
 
 func TestResume(t *testing.T) {
-	r := Range{Stream: "S", First: 1, Last: 900}
+	r := streamread.Range{Stream: "S", First: 1, Last: 900}
 	got, err := Resume(r, &Checkpoint{Stream: "S", LastSeq: 400, ToSeq: 500})
 	if err != nil || got.First != 401 || got.Last != 500 {
 		t.Errorf("Resume = %+v, %v", got, err)
@@ -135,7 +136,7 @@ func TestParseCopy(t *testing.T) {
 		for k, v := range tt.hdr {
 			hdr[k] = v
 		}
-		got, ok := p.parseCopy(&jsapi.StoredMsg{Subject: tt.subject, Header: hdr})
+		got, ok := p.parseCopy(&streamread.StoredMsg{Subject: tt.subject, Header: hdr})
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("parseCopy(%q on %q) = %v %v, want %v %v", tt.id, tt.subject, got, ok, tt.want, tt.ok)
 		}
@@ -173,5 +174,33 @@ func TestMsgIDPrefixFor(t *testing.T) {
 		if _, err := MsgIDPrefixFor(plain, true); err == nil {
 			t.Error("--new-msg-id with a plain checkpoint was accepted")
 		}
+	}
+}
+
+// A checkpoint that cannot be read, or a --new-msg-id that does not fit
+// it, is refused by Check before anything is contacted, as ErrInvalid with
+// the cause's own message.
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := dir + "/bad.json"
+	if err := os.WriteFile(bad, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{CheckpointPath: bad}
+	err := cfg.Check()
+	if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "checkpoint "+bad+": ") {
+		t.Errorf("corrupt checkpoint: %v", err)
+	}
+	plain := dir + "/plain.json"
+	if err := SaveCheckpoint(plain, Checkpoint{Stream: "S", LastSeq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	cfg = Config{CheckpointPath: plain, NewMsgID: true}
+	if err := cfg.Check(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("--new-msg-id on a plain checkpoint: %v", err)
+	}
+	cfg = Config{CheckpointPath: dir + "/missing.json"}
+	if err := cfg.Check(); err != nil || cfg.checkpoint != nil || cfg.msgID != DefaultMsgIDPrefix {
+		t.Errorf("no checkpoint yet: %v %+v %q", err, cfg.checkpoint, cfg.msgID)
 	}
 }

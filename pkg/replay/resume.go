@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // targetFilter is a subject filter that every target subject of to
@@ -106,8 +106,8 @@ func (p *Publisher) findStored(ctx context.Context, from map[string]uint64, want
 		if filter != ">" {
 			cfg.FilterSubjects = []string{filter}
 		}
-		read := jsapi.OrderedRead{Label: fmt.Sprintf("stream %q", name), Consumer: cfg, EndSeq: last}
-		err = jsapi.ReadOrdered(ctx, p.js, s, read, func(sm *jsapi.StoredMsg) error {
+		read := streamread.OrderedRead{Label: fmt.Sprintf("stream %q", name), Consumer: cfg, EndSeq: last}
+		err = streamread.ReadOrdered(ctx, p.js, s, read, func(sm *streamread.StoredMsg) error {
 			if k, ok := p.parseCopy(sm); ok && want(k) {
 				found[k] = true
 			}
@@ -122,7 +122,7 @@ func (p *Publisher) findStored(ctx context.Context, from map[string]uint64, want
 
 // parseCopy reads which source message a stored copy was made of, from
 // its Nats-Msg-Id: <prefix>:<stream>:<seq>:<target subject>.
-func (p *Publisher) parseCopy(sm *jsapi.StoredMsg) (copyKey, bool) {
+func (p *Publisher) parseCopy(sm *streamread.StoredMsg) (copyKey, bool) {
 	id := sm.Header.Get(jetstream.MsgIDHeader)
 	rest, ok := strings.CutPrefix(id, p.cfg.MsgIDPrefix+":")
 	if !ok {

@@ -1,11 +1,9 @@
-package replay
+package streamflags
 
 import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/dustin/go-humanize"
 
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/pkg/envelope"
@@ -45,10 +43,10 @@ func (s *Skips) filterFailed(seq uint64, warning string) {
 func (s *Skips) Summary() string {
 	out := ""
 	if s.JQ > 0 {
-		out += fmt.Sprintf("; --jq failed on %s (first seq %d), skipped", Plural(s.JQ, "message"), s.firstJQ)
+		out += fmt.Sprintf("; --jq failed on %s (first seq %d), skipped", output.Plural(s.JQ, "message"), s.firstJQ)
 	}
 	if s.Filter > 0 {
-		out += fmt.Sprintf("; --filter failed on %s (first seq %d), not kept", Plural(s.Filter, "message"), s.firstFilter)
+		out += fmt.Sprintf("; --filter failed on %s (first seq %d), not kept", output.Plural(s.Filter, "message"), s.firstFilter)
 	}
 	return out
 }
@@ -85,15 +83,7 @@ func JQFormat(p *output.Printer, skips *Skips) func(buf []byte, m *envelope.Mess
 	}
 }
 
-// Plural is "1 message", "2 messages", "1,000 messages".
-func Plural(n uint64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return humanize.Comma(int64(n)) + " " + noun + "s"
-}
-
-// rawFormat prints payloads only, one a line.
-func rawFormat(buf []byte, m *envelope.Message) ([]byte, error) {
+// RawFormat prints payloads only, one a line (--raw).
+func RawFormat(buf []byte, m *envelope.Message) ([]byte, error) {
 	return append(append(buf, m.Data...), '\n'), nil
 }

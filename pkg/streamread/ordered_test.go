@@ -1,4 +1,4 @@
-package jsapi
+package streamread
 
 import (
 	"testing"
@@ -23,22 +23,6 @@ func TestParseAckReply(t *testing.T) {
 		got, ok := parseAckReply(c.reply)
 		if ok != c.ok || ok && got != c.want {
 			t.Errorf("%s: got %+v %v, want %+v %v", c.reply, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestAPIPrefix(t *testing.T) {
-	for _, c := range []struct {
-		o    jetstream.JetStreamOptions
-		want string
-	}{
-		{jetstream.JetStreamOptions{}, "$JS.API."},
-		{jetstream.JetStreamOptions{Domain: "hub"}, "$JS.hub.API."},
-		{jetstream.JetStreamOptions{APIPrefix: "$JS.other.API"}, "$JS.other.API."},
-		{jetstream.JetStreamOptions{APIPrefix: "x."}, "x."},
-	} {
-		if got := APIPrefix(c.o); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.o, got, c.want)
 		}
 	}
 }

@@ -1,7 +1,4 @@
-// Package replay reads a fixed range of a stream, without consuming or
-// changing it, and hands each message to a sink: JSON lines, or a
-// republisher that is idempotent and resumable.
-package replay
+package streamread
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package replay
+package streamread
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
-// api adds to jsapi what only replay needs: gets by start time, batched
+// api adds to jsapi what only the readers need: gets by start time, batched
 // direct gets whose appended headers are removed again, and counting.
 type api struct {
 	*jsapi.Client
@@ -105,8 +105,58 @@ func directStatus(msg *nats.Msg) (eob, none bool, err error) {
 	}
 }
 
+// DirectGet is one batched direct get of stream, answered by any replica
+// (DIRECT.GET with req: a batch from a sequence or a start time, or the
+// last messages of several subjects with multi_last). It passes each
+// message, its headers as stored, to fn until the batch ends or fn returns
+// ErrStop.
+func DirectGet(ctx context.Context, js jetstream.JetStream, stream string, req jsapi.MsgGetRequest, fn func(*envelope.Message) error) error {
+	a := newAPI(js, stream)
+	sub, err := a.directInbox()
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	_, err = a.directBatch(ctx, sub, req, func(m *envelope.Message, _ uint64) (bool, error) {
+		if err := fn(m); err != nil {
+			if errors.Is(err, ErrStop) {
+				return false, nil
+			}
+			return false, err
+		}
+		return true, nil
+	})
+	return err
+}
+
+// directInbox subscribes to an inbox for the replies of direct gets,
+// keeping however many a batch queues up (directBatchBytes bounds them).
+func (a *api) directInbox() (*nats.Subscription, error) {
+	sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
+	if err != nil {
+		return nil, err
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return sub, nil
+}
+
 // directBatch is one batched direct get on sub's inbox. It calls emit for
 // each message and returns how many came.
+//
+// It is the one batched direct get in jetctl, written by hand rather than
+// taken from orbit.go's jetstreamext (GetBatch, GetLastMsgsFor), which kv
+// used before. Measured on 200,000 messages of 128 B (3 runs
+// each on a busy 2-core machine), the two read at the same rate within the
+// noise (113,000-170,000 against 117,000-191,000 msgs/s), so speed is not
+// the reason; these are: the messages come with their headers as stored
+// (jetstreamext leaves the six the server appends, which a replay round
+// trip would then write back), one inbox serves a whole read instead of a
+// subscription per batch, Nats-Num-Pending is at hand for counting (see
+// countFrom), and requests and replies reach --trace with their values
+// masked, like every other API request jetctl makes.
 func (a *api) directBatch(ctx context.Context, sub *nats.Subscription, req jsapi.MsgGetRequest, emit func(*envelope.Message, uint64) (bool, error)) (int, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -158,7 +208,7 @@ func (a *api) countFrom(ctx context.Context, js jetstream.JetStream, info *jetst
 		subjects = []string{">"}
 	}
 	if info.Config.AllowDirect {
-		sub, err := a.NC.SubscribeSync(a.NC.NewRespInbox())
+		sub, err := a.directInbox()
 		if err != nil {
 			return 0, err
 		}

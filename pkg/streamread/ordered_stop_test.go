@@ -1,4 +1,4 @@
-package jsapi_test
+package streamread_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // freezer is a TCP proxy to a server that can stop passing bytes on, as a
@@ -101,9 +101,11 @@ func TestReadOrderedDeadlineDoesNotWaitForTheServer(t *testing.T) {
 	}
 
 	ctx, stop := context.WithCancelCause(context.Background())
-	read := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}, Follow: true, CleanupTimeout: time.Hour}
+	read := streamread.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}, Follow: true, CleanupTimeout: time.Hour}
 	done := make(chan error, 1)
-	go func() { done <- jsapi.ReadOrdered(ctx, js, s, read, func(*jsapi.StoredMsg) error { return nil }) }()
+	go func() {
+		done <- streamread.ReadOrdered(ctx, js, s, read, func(*streamread.StoredMsg) error { return nil })
+	}()
 	// Wait until the read's consumer exists, then freeze the server and stop.
 	for {
 		info, err := s.Info(setup)

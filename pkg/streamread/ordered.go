@@ -1,4 +1,4 @@
-package jsapi
+package streamread
 
 import (
 	"cmp"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // ReadOrdered reads with a plain ephemeral pull consumer (no acks, in
@@ -203,6 +204,7 @@ type cursor struct {
 // pullOnce is one consumer's part of a read.
 func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, p *OrderedRead, fn func(*StoredMsg) error, cur *cursor) error {
 	nc := js.Conn()
+	api := jsapi.New(js)
 	// Listen for reconnects before creating the consumer, so that none is
 	// missed: after one, pull requests may be lost and the consumer gone.
 	reconnected := nc.StatusChanged(nats.CONNECTED)
@@ -225,8 +227,8 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 			// server may never send. Closing the connection flushes the
 			// request; the inactive threshold removes the consumer if it
 			// is lost.
-			subject := APIPrefix(js.Options()) + "CONSUMER.DELETE." + info.Stream + "." + info.Name
-			traceRequest(js.Options().ClientTrace, subject, nil)
+			subject := api.Prefix + "CONSUMER.DELETE." + info.Stream + "." + info.Name
+			api.TraceRequest(subject, nil)
 			_ = nc.PublishRequest(subject, nc.NewInbox(), nil)
 			return
 		}
@@ -250,7 +252,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	batch := batchFor(stream.CachedInfo(), p.buffer())
 	logctx.From(ctx).Debug("reading with a pull consumer", "of", p.Label, "consumer", info.Name,
 		"after_seq", cur.last, "pending", info.NumPending, "batch", batch, "follow", p.Follow)
-	next := APIPrefix(js.Options()) + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
+	next := api.Prefix + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
 	request := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
 		batch, int64(time.Hour), int64(p.heartbeat()))
 	// A plain inbox: one under the connection's response prefix would also
@@ -275,7 +277,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		result <- err
 	}
 	pull := func() {
-		traceRequest(js.Options().ClientTrace, next, request)
+		api.TraceRequest(next, request)
 		if err := nc.PublishRequest(next, inbox, request); err != nil {
 			finish(fmt.Errorf("%s: %w", p.Label, err))
 		}
@@ -404,21 +406,6 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 			}
 		}
 	}
-}
-
-// APIPrefix is the subject prefix of the JetStream API for js: its domain's,
-// its API prefix, or $JS.API.
-func APIPrefix(o jetstream.JetStreamOptions) string {
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		if strings.HasSuffix(o.APIPrefix, ".") {
-			return o.APIPrefix
-		}
-		return o.APIPrefix + "."
-	}
-	return jetstream.DefaultAPIPrefix
 }
 
 // statusCode is the status of a message without a reply, such as an idle

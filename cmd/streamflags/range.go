@@ -1,4 +1,8 @@
-package replay
+// Package streamflags holds the flags that select and filter a stream's
+// messages, shared by the commands that read a stream (replay, stream
+// tail): the range flags (Range), and the --filter and --jq programs run
+// on each message (MessageFilter, JQFormat, Skips).
+package streamflags
 
 import (
 	"errors"
@@ -11,12 +15,12 @@ import (
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/pkg/jsapi"
-	"github.com/jetctl/jetctl/pkg/replay"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
-// RangeFlags are the flags that select messages of a stream; `stream tail`
-// shares them.
-type RangeFlags struct {
+// Range holds the flags that select messages of a stream: replay binds
+// them all, `stream tail` those without an end.
+type Range struct {
 	fromSeq  uint64
 	toSeq    uint64
 	since    time.Duration
@@ -29,12 +33,8 @@ type RangeFlags struct {
 	withEnd  bool
 }
 
-type rangeFlags = RangeFlags
-
 // Bind adds the flags; withEnd adds the ones that bound the range's end.
-func (r *RangeFlags) Bind(fs *pflag.FlagSet, withEnd bool) { r.bind(fs, withEnd) }
-
-func (r *RangeFlags) bind(fs *pflag.FlagSet, withEnd bool) {
+func (r *Range) Bind(fs *pflag.FlagSet, withEnd bool) {
 	r.withEnd = withEnd
 	fs.Uint64Var(&r.fromSeq, "from-seq", 0, "start at this stream sequence")
 	factory.DurationVar(fs, &r.since, "since", 0, "start this long ago (e.g. 15m, 2h, 7d)").Positive().Hint("use a duration like 15m, 2h or 7d")
@@ -49,16 +49,21 @@ func (r *RangeFlags) bind(fs *pflag.FlagSet, withEnd bool) {
 	}
 }
 
-func (r *RangeFlags) any() bool {
+// Any reports whether any flag narrowing the range was given.
+func (r *Range) Any() bool {
 	return r.fromSeq > 0 || r.toSeq > 0 || r.since > 0 || !r.fromTime.IsZero() || !r.toTime.IsZero() || r.last > 0 || len(r.subjects) > 0
 }
 
 // Starts reports whether a start was given (else a tail starts at new messages).
-func (r *RangeFlags) Starts() bool {
+func (r *Range) Starts() bool {
 	return r.fromSeq > 0 || r.since > 0 || !r.fromTime.IsZero() || r.last > 0
 }
 
-func (r *RangeFlags) validate() error {
+// Follow reports whether --follow was given.
+func (r *Range) Follow() bool { return r.follow }
+
+// Validate checks the flags without contacting anything.
+func (r *Range) Validate() error {
 	starts := 0
 	for _, set := range []bool{r.fromSeq > 0, r.since > 0, !r.fromTime.IsZero()} {
 		if set {
@@ -85,8 +90,8 @@ func (r *RangeFlags) validate() error {
 			return exitcode.UsageErrorf("--subject %q: %v", s, err)
 		}
 	}
-	switch replay.ReaderKind(r.reader) {
-	case replay.ReaderAuto, replay.ReaderOrdered, replay.ReaderDirect, replay.ReaderGet:
+	switch streamread.ReaderKind(r.reader) {
+	case streamread.ReaderAuto, streamread.ReaderOrdered, streamread.ReaderDirect, streamread.ReaderGet:
 	default:
 		return exitcode.UsageErrorf("--reader %q: use ordered, direct or get", r.reader)
 	}
@@ -95,27 +100,23 @@ func (r *RangeFlags) validate() error {
 
 // Config turns the flags into a range configuration for stream; times and
 // durations are parsed here, before anything is contacted.
-func (r *RangeFlags) Config(stream string) (replay.Config, error) {
-	if err := r.validate(); err != nil {
-		return replay.Config{}, err
+func (r *Range) Config(stream string) (streamread.Config, error) {
+	if err := r.Validate(); err != nil {
+		return streamread.Config{}, err
 	}
-	return r.config(stream)
-}
-
-func (r *RangeFlags) config(stream string) (replay.Config, error) {
 	if stream != "" {
 		if err := jsapi.ValidateStreamName(stream); err != nil {
-			return replay.Config{}, exitcode.New(exitcode.Usage, err)
+			return streamread.Config{}, exitcode.New(exitcode.Usage, err)
 		}
 	}
-	cfg := replay.Config{
+	cfg := streamread.Config{
 		Stream:   stream,
 		FromSeq:  r.fromSeq,
 		ToSeq:    r.toSeq,
 		Last:     r.last,
 		Subjects: r.subjects,
 		Follow:   r.follow,
-		Reader:   replay.ReaderKind(r.reader),
+		Reader:   streamread.ReaderKind(r.reader),
 	}
 	if r.since > 0 {
 		cfg.FromTime = time.Now().Add(-r.since)

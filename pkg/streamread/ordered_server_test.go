@@ -1,4 +1,4 @@
-package jsapi_test
+package streamread_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
-	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // startStream starts a server with a stream ORDERS holding n messages of
@@ -46,14 +46,14 @@ func TestReadOrderedSlowCallbackIsNotSilence(t *testing.T) {
 	defer cancel()
 	for _, follow := range []bool{false, true} {
 		var got []uint64
-		r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 300, Follow: follow, Heartbeat: 100 * time.Millisecond}
-		err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+		r := streamread.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 300, Follow: follow, Heartbeat: 100 * time.Millisecond}
+		err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 			got = append(got, m.Seq)
 			if len(got) == 10 || len(got) == 200 {
 				time.Sleep(500 * time.Millisecond) // five heartbeats
 			}
 			if len(got) == 300 {
-				return jsapi.ErrStop
+				return streamread.ErrStop
 			}
 			return nil
 		})
@@ -94,19 +94,19 @@ func TestReadOrderedSurvivesConsumerDeletion(t *testing.T) {
 				}
 			}
 			var got []uint64
-			r := jsapi.OrderedRead{
+			r := streamread.OrderedRead{
 				Label:    `stream "ORDERS"`,
 				Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy},
 				EndSeq:   n,
 				Follow:   follow,
 			}
-			err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+			err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 				got = append(got, m.Seq)
 				if len(got) == 300 || len(got) == 600 {
 					deleteConsumers()
 				}
 				if len(got) == n {
-					return jsapi.ErrStop
+					return streamread.ErrStop
 				}
 				return nil
 			})
@@ -136,9 +136,9 @@ func TestReadOrderedEndsWhenMessagesVanish(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	got := 0
-	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 1000, Heartbeat: 100 * time.Millisecond}
+	r := streamread.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}, EndSeq: 1000, Heartbeat: 100 * time.Millisecond}
 	start := time.Now()
-	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+	err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 		if got++; got == 10 {
 			if err := s.Purge(ctx); err != nil {
 				return err
@@ -187,9 +187,9 @@ func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]string{}
-	r := jsapi.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubjects: []string{"orders.>"}}, Follow: true, Buffer: 1}
+	r := streamread.OrderedRead{Label: `stream "ORDERS"`, Consumer: jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubjects: []string{"orders.>"}}, Follow: true, Buffer: 1}
 	var deleted int
-	err := jsapi.ReadOrdered(ctx, js, s, r, func(m *jsapi.StoredMsg) error {
+	err := streamread.ReadOrdered(ctx, js, s, r, func(m *streamread.StoredMsg) error {
 		if v, dup := seen[m.Subject]; dup {
 			return fmt.Errorf("%s twice (%s, then %s at %d)", m.Subject, v, m.Header.Get("Value"), m.Seq)
 		}
@@ -202,7 +202,7 @@ func TestReadOrderedLastPerSubjectResumes(t *testing.T) {
 			}
 		}
 		if len(seen) == 500 {
-			return jsapi.ErrStop
+			return streamread.ErrStop
 		}
 		return nil
 	})
