@@ -243,3 +243,17 @@ func (l *Lock) Release(ctx context.Context) {
 	defer l.mu.Unlock()
 	_ = l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
 }
+
+// WithLease returns ctx, cancelled when the lease is lost: the work stops
+// taking new items and, as its callers report, fails with LostErr.
+func (l *Lock) WithLease(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-l.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

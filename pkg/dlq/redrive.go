@@ -104,15 +104,8 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		}
 		defer lock.Release(work)
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
+		ctx, cancel = lock.WithLease(ctx)
 		defer cancel()
-		go func() {
-			select {
-			case <-lock.Lost():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		// A lost lease is a failure with its reason, not an interruption.
 		defer func() {
 			if lost := lock.LostErr(); lost != nil && sum != nil {

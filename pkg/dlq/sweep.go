@@ -172,15 +172,8 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		}
 		defer lock.Release(context.WithoutCancel(ctx))
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
+		ctx, cancel = lock.WithLease(ctx)
 		defer cancel()
-		go func() {
-			select {
-			case <-lock.Lost():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		// A lost lease is a failure with its reason, not an interruption.
 		defer func() {
 			if lost := lock.LostErr(); lost != nil && sum != nil {
