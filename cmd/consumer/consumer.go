@@ -4,8 +4,6 @@
 package consumer
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,7 +16,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/jsapi"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // NewCmd returns `jetctl consumer`.
@@ -63,8 +60,8 @@ type selectFlags struct {
 	all      bool
 	sort     string
 	filter   string
-	behind   string
-	inactive string
+	behind   time.Duration
+	inactive time.Duration
 }
 
 func (s *selectFlags) bind(cmd *cobra.Command) {
@@ -72,8 +69,8 @@ func (s *selectFlags) bind(cmd *cobra.Command) {
 	fs.BoolVar(&s.all, "all", false, "include KV, object store and DLQ streams (hidden by default)")
 	fs.StringVar(&s.sort, "sort", "name", "order: lag (worst first), pending (most first), health (worst first) or name")
 	fs.StringVar(&s.filter, "filter", "", "jq program: keep the consumers for which it is true (it sees the JSON fields)")
-	fs.StringVar(&s.behind, "behind", "1m", "lag from which a consumer is behind")
-	fs.StringVar(&s.inactive, "inactive", "5m", "time without activity after which a consumer with no waiting pull is stalled (work pending) or idle")
+	factory.DurationVar(fs, &s.behind, "behind", time.Minute, "lag from which a consumer is behind").Positive()
+	factory.DurationVar(fs, &s.inactive, "inactive", 5*time.Minute, "time without activity after which a consumer with no waiting pull is stalled (work pending) or idle")
 	_ = cmd.RegisterFlagCompletionFunc("sort", cobra.FixedCompletions([]string{"lag", "pending", "health", "name"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -101,14 +98,7 @@ func (s *selectFlags) config(f *factory.Factory, streams []string) (selection, e
 	if err != nil {
 		return sel, exitcode.New(exitcode.Usage, err)
 	}
-	behind, err := units.ParseDuration(s.behind)
-	if err != nil || behind <= 0 {
-		return sel, exitcode.UsageErrorf("invalid --behind %q: use a positive duration such as 30s or 5m", s.behind)
-	}
-	inactive, err := units.ParseDuration(s.inactive)
-	if err != nil || inactive < 0 {
-		return sel, exitcode.UsageErrorf("invalid --inactive %q: use a duration such as 30s or 5m", s.inactive)
-	}
+	inactive := s.inactive
 	if inactive == 0 {
 		// 0 means "any inactivity": the smallest positive threshold.
 		inactive = time.Nanosecond
@@ -117,13 +107,13 @@ func (s *selectFlags) config(f *factory.Factory, streams []string) (selection, e
 	if err != nil {
 		return sel, err
 	}
-	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: pkgconsumer.Thresholds{Behind: behind, Inactive: inactive}}
+	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: pkgconsumer.Thresholds{Behind: s.behind, Inactive: inactive}}
 	sel.sortBy = by
 	sel.keep = func(*pkgconsumer.State) bool { return true }
 	if filter != nil {
 		warn := filter.WarnOnce(f.IO.ErrOut)
 		sel.keep = func(st *pkgconsumer.State) bool {
-			keep, err := filter.Keep(f.Context(), nil, func() (any, error) { return generic(st) })
+			keep, err := filter.Keep(f.Context(), nil, func() (any, error) { return output.Generic(st) })
 			if err != nil {
 				warn(fmt.Sprintf("consumer %s > %s", st.Stream, st.Consumer), err)
 			}
@@ -143,34 +133,6 @@ func (sel selection) apply(states []*pkgconsumer.State) []*pkgconsumer.State {
 	}
 	pkgconsumer.Sort(kept, sel.sortBy)
 	return kept
-}
-
-// generic is v's JSON form as jq sees it.
-func generic(v any) (any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var out any
-	err = dec.Decode(&out)
-	return out, err
-}
-
-// streamThenConsumer completes a stream name, then a consumer of it.
-func streamThenConsumer(f *factory.Factory) cobra.CompletionFunc {
-	streams := f.CompleteStreams()
-	consumers := f.CompleteConsumersOf(func(_ *cobra.Command, args []string) string { return args[0] })
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		switch len(args) {
-		case 0:
-			return streams(cmd, args, toComplete)
-		case 1:
-			return consumers(cmd, args, toComplete)
-		}
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
 }
 
 // Cells of the tables, shared by ls, watch and status.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
@@ -15,12 +16,11 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type explainOptions struct {
 	exitCode bool
-	idle     string
+	idle     time.Duration
 }
 
 func newCmdExplain(f *factory.Factory) *cobra.Command {
@@ -60,15 +60,11 @@ above is present (as kv diff --exit-code does), so it can gate a deploy.
 		},
 	}
 	cmd.Flags().BoolVar(&o.exitCode, "exit-code", false, "exit 8 when a finding at warning or above is present, 0 otherwise")
-	cmd.Flags().StringVar(&o.idle, "idle", "1m", "a pull consumer with messages waiting and no delivery for this long has no worker")
+	factory.DurationVar(cmd.Flags(), &o.idle, "idle", time.Minute, "a pull consumer with messages waiting and no delivery for this long has no worker").Positive()
 	return cmd
 }
 
 func runExplain(ctx context.Context, f *factory.Factory, o *explainOptions, stream, consumer string) error {
-	idle, err := units.ParseDuration(o.idle)
-	if err != nil || idle <= 0 {
-		return exitcode.UsageErrorf("invalid --idle %q: use a duration such as 30s or 5m", o.idle)
-	}
 	p, err := f.Printer("table")
 	if err != nil {
 		return err
@@ -77,9 +73,9 @@ func runExplain(ctx context.Context, f *factory.Factory, o *explainOptions, stre
 	if err != nil {
 		return err
 	}
-	res, err := pkgconsumer.Explain(ctx, js, pkgconsumer.ExplainConfig{Stream: stream, Consumer: consumer, IdleAfter: idle})
+	res, err := pkgconsumer.Explain(ctx, js, pkgconsumer.ExplainConfig{Stream: stream, Consumer: consumer, IdleAfter: o.idle})
 	if err != nil {
-		return mapTargetErr(err)
+		return err
 	}
 	if p.Format == "jsonl" {
 		for _, finding := range res.Findings {

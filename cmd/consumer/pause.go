@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // pauseIndefinitely is how far ahead "until resumed" is: the pause API
@@ -18,8 +18,9 @@ import (
 const pauseIndefinitely = 100 * 365 * 24 * time.Hour
 
 type pauseOptions struct {
-	until string
-	dur   string
+	until     time.Time
+	untilFlag *factory.TimeValue
+	dur       time.Duration
 }
 
 func newCmdPause(f *factory.Factory) *cobra.Command {
@@ -41,9 +42,13 @@ count. consumer explain reports a paused consumer.`,
 			return runPause(cmd.Context(), f, o, args[0], args[1], time.Now())
 		},
 	}
-	cmd.Flags().StringVar(&o.until, "until", "", "pause until this time (RFC 3339)")
-	cmd.Flags().StringVar(&o.dur, "for", "", "pause for this long (e.g. 30m, 2h, 1d)")
+	o.bind(cmd.Flags())
 	return cmd
+}
+
+func (o *pauseOptions) bind(fs *pflag.FlagSet) {
+	o.untilFlag = factory.TimeVar(fs, &o.until, "until", "pause until this time (RFC 3339)")
+	factory.DurationVar(fs, &o.dur, "for", 0, "pause for this long (e.g. 30m, 2h, 1d)").Positive()
 }
 
 func newCmdResume(f *factory.Factory) *cobra.Command {
@@ -66,33 +71,27 @@ changes nothing.`,
 			}
 			st, err := pkgconsumer.Resume(cmd.Context(), js, args[0], args[1])
 			if err != nil {
-				return mapTargetErr(err)
+				return err
 			}
 			return printPause(f, p.Format, st, func() error { return p.Print(st, nil) })
 		},
 	}
 }
 
-// pauseUntil reads --until or --for, before anything is contacted.
+// pauseUntil turns --until or --for into a time, before anything is
+// contacted; the flags themselves parsed the values.
 func (o *pauseOptions) pauseUntil(now time.Time) (time.Time, error) {
+	given := o.untilFlag.String() != ""
 	switch {
-	case o.until != "" && o.dur != "":
+	case given && o.dur > 0:
 		return time.Time{}, exitcode.UsageErrorf("--until and --for exclude each other")
-	case o.until != "":
-		t, err := time.Parse(time.RFC3339Nano, o.until)
-		if err != nil {
-			return time.Time{}, exitcode.UsageErrorf("invalid --until %q: use an RFC 3339 time such as 2026-11-30T06:00:00Z", o.until)
+	case given:
+		if !o.until.After(now) {
+			return time.Time{}, exitcode.UsageErrorf("--until %s is not in the future", o.untilFlag)
 		}
-		if !t.After(now) {
-			return time.Time{}, exitcode.UsageErrorf("--until %s is not in the future", o.until)
-		}
-		return t, nil
-	case o.dur != "":
-		d, err := units.ParseDuration(o.dur)
-		if err != nil || d <= 0 {
-			return time.Time{}, exitcode.UsageErrorf("invalid --for %q: use a duration such as 30m, 2h or 1d", o.dur)
-		}
-		return now.Add(d), nil
+		return o.until, nil
+	case o.dur > 0:
+		return now.Add(o.dur), nil
 	}
 	return now.Add(pauseIndefinitely), nil
 }
@@ -112,7 +111,7 @@ func runPause(ctx context.Context, f *factory.Factory, o *pauseOptions, stream, 
 	}
 	st, err := pkgconsumer.Pause(ctx, js, stream, consumer, until)
 	if err != nil {
-		return mapTargetErr(err)
+		return err
 	}
 	return printPause(f, p.Format, st, func() error { return p.Print(st, nil) })
 }

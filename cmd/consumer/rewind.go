@@ -1,12 +1,12 @@
 package consumer
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -20,11 +20,12 @@ import (
 const resetAPIEnv = "JETCTL_CONSUMER_RESET_API"
 
 type rewindOptions struct {
-	toSeq   uint64
-	toTime  string
-	toStart bool
-	dryRun  bool
-	yes     bool
+	toSeq      uint64
+	toTime     time.Time
+	toTimeFlag *factory.TimeValue
+	toStart    bool
+	dryRun     bool
+	yes        bool
 }
 
 func newCmdRewind(f *factory.Factory) *cobra.Command {
@@ -63,7 +64,8 @@ messages would be delivered again and how, and changes nothing.`,
 	}
 	fl := cmd.Flags()
 	fl.Uint64Var(&o.toSeq, "to-seq", 0, "deliver again from this stream sequence")
-	fl.StringVar(&o.toTime, "to-time", "", "deliver again from the first message at or after this time (RFC 3339)")
+	o.toTimeFlag = factory.TimeVar(fl, &o.toTime, "to-time", "deliver again from the first message at or after this time (RFC 3339)").
+		Hint("use an RFC 3339 time such as 2026-11-29T02:10:00Z")
 	fl.BoolVar(&o.toStart, "to-start", false, "deliver again from the stream's first message")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "say what would be delivered again; change nothing")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask before rewinding (needed when not in a terminal)")
@@ -73,8 +75,9 @@ messages would be delivered again and how, and changes nothing.`,
 // config checks the flags, before anything is contacted.
 func (o *rewindOptions) config(f *factory.Factory, stream, consumer string, now time.Time) (pkgconsumer.RewindConfig, error) {
 	cfg := pkgconsumer.RewindConfig{Stream: stream, Consumer: consumer, ToSeq: o.toSeq, ToStart: o.toStart, DryRun: o.dryRun}
+	toTimeGiven := o.toTimeFlag.String() != ""
 	n := 0
-	for _, set := range []bool{o.toSeq > 0, o.toTime != "", o.toStart} {
+	for _, set := range []bool{o.toSeq > 0, toTimeGiven, o.toStart} {
 		if set {
 			n++
 		}
@@ -82,15 +85,11 @@ func (o *rewindOptions) config(f *factory.Factory, stream, consumer string, now 
 	if n != 1 {
 		return cfg, exitcode.UsageErrorf("give exactly one of --to-seq N (at least 1), --to-time T or --to-start")
 	}
-	if o.toTime != "" {
-		t, err := time.Parse(time.RFC3339Nano, o.toTime)
-		if err != nil {
-			return cfg, exitcode.UsageErrorf("invalid --to-time %q: use an RFC 3339 time such as 2026-11-29T02:10:00Z", o.toTime)
+	if toTimeGiven {
+		if o.toTime.After(now) {
+			return cfg, exitcode.UsageErrorf("--to-time %s is in the future", o.toTimeFlag)
 		}
-		if t.After(now) {
-			return cfg, exitcode.UsageErrorf("--to-time %s is in the future", o.toTime)
-		}
-		cfg.ToTime = t
+		cfg.ToTime = o.toTime
 	}
 	switch v := strings.ToLower(f.Getenv(resetAPIEnv)); v {
 	case "", "on", "auto":
@@ -112,7 +111,7 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 		return err
 	}
 	if !o.dryRun {
-		if err := confirmRewind(f, o.yes, fmt.Sprintf("rewind redelivers %s > %s's messages from the target on, acknowledged ones included", stream, consumer)); err != nil {
+		if err := f.IO.ConfirmChange(o.yes, fmt.Sprintf("rewind redelivers %s > %s's messages from the target on, acknowledged ones included", stream, consumer)); err != nil {
 			return err
 		}
 	}
@@ -122,7 +121,7 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 	}
 	res, err := pkgconsumer.Rewind(ctx, js, cfg)
 	if err != nil {
-		return mapTargetErr(err)
+		return err
 	}
 	if p.Format != "table" || f.Output.JQ != "" {
 		return p.Print(res, nil)
@@ -133,34 +132,10 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 	}
 	if res.DryRun {
 		fmt.Fprintf(f.IO.Out, "dry run: %s > %s would deliver %s again from seq %d (delivered up to seq %d, ack floor %d), %s; nothing was changed\n",
-			stream, consumer, plural(res.Redeliver, "message", "messages"), res.StartSeq, res.DeliveredBefore, res.AckFloorBefore, strings.Replace(how, "recreating", "deleting and recreating", 1))
+			stream, consumer, english.Plural(int(res.Redeliver), "message", "messages"), res.StartSeq, res.DeliveredBefore, res.AckFloorBefore, strings.Replace(how, "recreating", "deleting and recreating", 1))
 		return nil
 	}
 	fmt.Fprintf(f.IO.Out, "rewound %s > %s to seq %d %s: %s to deliver (was delivered up to seq %d, ack floor %d)\n",
-		stream, consumer, res.StartSeq, how, plural(res.Redeliver, "message", "messages"), res.DeliveredBefore, res.AckFloorBefore)
-	return nil
-}
-
-func plural(n uint64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// confirmRewind asks before moving a consumer; without a terminal it
-// insists on --yes.
-func confirmRewind(f *factory.Factory, yes bool, what string) error {
-	if yes {
-		return nil
-	}
-	if !f.IO.CanPrompt() {
-		return exitcode.UsageErrorf("%s: pass --yes when not running in a terminal (or --dry-run to see what it would do); nothing was changed", what)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "%s. Continue? [y/N] ", what)
-	line, _ := bufio.NewReader(f.IO.In).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return exitcode.UsageErrorf("cancelled; nothing was changed")
-	}
+		stream, consumer, res.StartSeq, how, english.Plural(int(res.Redeliver), "message", "messages"), res.DeliveredBefore, res.AckFloorBefore)
 	return nil
 }

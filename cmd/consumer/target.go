@@ -1,14 +1,12 @@
 package consumer
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
-	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
@@ -41,16 +39,4 @@ func completeStreamConsumer(f *factory.Factory) cobra.CompletionFunc {
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-// mapTargetErr gives pkg/consumer's typed errors their exit codes; the
-// not-found errors of nats.go map themselves (exit 3).
-func mapTargetErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, pkgconsumer.ErrDataGone), errors.Is(err, pkgconsumer.ErrBeyondEnd):
-		return exitcode.New(exitcode.NotFound, err)
-	}
-	return err
 }

@@ -14,14 +14,13 @@ import (
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/jsapi"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type waitOptions struct {
 	caughtUp     bool
 	pendingBelow uint64
 	ackFloor     uint64
-	wait         string
+	wait         time.Duration
 }
 
 func newCmdWait(f *factory.Factory) *cobra.Command {
@@ -48,7 +47,7 @@ stderr; the state that met the condition goes to stdout.`,
   jetctl consumer wait ORDERS billing --pending-below 100 --wait 10m
   jetctl consumer wait ORDERS audit --ack-floor 15000 -o json`,
 		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: streamThenConsumer(f),
+		ValidArgsFunction: completeStreamConsumer(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, wait, err := o.config(cmd, args)
 			if err != nil {
@@ -61,7 +60,7 @@ stderr; the state that met the condition goes to stdout.`,
 	fs.BoolVar(&o.caughtUp, "caught-up", false, "wait until everything the stream held (matching the filter) at the start is acknowledged")
 	fs.Uint64Var(&o.pendingBelow, "pending-below", 0, "wait until unprocessed plus ack pending messages are below N")
 	fs.Uint64Var(&o.ackFloor, "ack-floor", 0, "wait until the ack floor reaches stream sequence SEQ")
-	fs.StringVar(&o.wait, "wait", "", "give up after this long with exit 5 (30s, 5m, 1h); default: wait until met or interrupted")
+	factory.DurationVar(fs, &o.wait, "wait", 0, "give up after this long with exit 5 (30s, 5m, 1h); default: wait until met or interrupted").Positive()
 	return cmd
 }
 
@@ -83,15 +82,7 @@ func (o *waitOptions) config(cmd *cobra.Command, args []string) (pkgconsumer.Wai
 	if _, err := cfg.Condition(); err != nil {
 		return cfg, 0, exitcode.New(exitcode.Usage, err)
 	}
-	var wait time.Duration
-	if o.wait != "" {
-		d, err := units.ParseDuration(o.wait)
-		if err != nil || d <= 0 {
-			return cfg, 0, exitcode.UsageErrorf("invalid --wait %q: use a positive duration such as 30s or 5m", o.wait)
-		}
-		wait = d
-	}
-	return cfg, wait, nil
+	return cfg, o.wait, nil
 }
 
 func runWait(ctx context.Context, f *factory.Factory, cfg pkgconsumer.WaitConfig, wait time.Duration) error {

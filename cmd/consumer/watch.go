@@ -15,12 +15,11 @@ import (
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/retry"
-	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type watchOptions struct {
 	selectFlags
-	interval string
+	interval time.Duration
 	count    int
 }
 
@@ -47,7 +46,7 @@ Watching changes nothing.`,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runWatch(cmd.Context(), f, o, args) },
 	}
 	o.selectFlags.bind(cmd)
-	cmd.Flags().StringVar(&o.interval, "interval", "1s", "time between polls")
+	factory.DurationVar(cmd.Flags(), &o.interval, "interval", time.Second, "time between polls").Positive()
 	cmd.Flags().IntVar(&o.count, "count", 0, "stop after this many polls (0: until interrupted)")
 	return cmd
 }
@@ -57,10 +56,7 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 	if err != nil {
 		return err
 	}
-	interval, err := units.ParseDuration(o.interval)
-	if err != nil || interval <= 0 {
-		return exitcode.UsageErrorf("invalid --interval %q: use a positive duration such as 1s or 5s", o.interval)
-	}
+	interval := o.interval
 	if o.count < 0 {
 		return exitcode.UsageErrorf("invalid --count %d: use 0 (until interrupted) or more", o.count)
 	}

@@ -56,7 +56,7 @@ func openDestructive(ctx context.Context, f *factory.Factory, sf streamFlags, ye
 		return nil, "", err
 	}
 	if !dryRun {
-		if err := confirmDestructive(f, yes, what); err != nil {
+		if err := f.IO.ConfirmChange(yes, what); err != nil {
 			return nil, "", err
 		}
 	}
@@ -69,21 +69,6 @@ func openDestructive(ctx context.Context, f *factory.Factory, sf streamFlags, ye
 		return nil, "", err
 	}
 	return js, stream, nil
-}
-
-// confirmDestructive asks before moving or deleting messages; without a
-// terminal it insists on --yes.
-func confirmDestructive(f *factory.Factory, yes bool, what string) error {
-	if yes {
-		return nil
-	}
-	if !f.IO.CanPrompt() {
-		return exitcode.UsageErrorf("%s: pass --yes when not running in a terminal (or --dry-run to see what it would do); nothing was changed", what)
-	}
-	if !f.IO.Confirm(what+". Continue?", factory.AcceptYes) {
-		return exitcode.UsageErrorf("cancelled; nothing was changed")
-	}
-	return nil
 }
 
 // filterFlag compiles --filter for DLQ entries.

@@ -115,7 +115,7 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 		return err
 	}
 	if o.deleteSource && !o.dryRun {
-		if err := confirmDestructive(f, o.yes, fmt.Sprintf("sweep --delete-source deletes swept messages from stream %s", o.stream)); err != nil {
+		if err := f.IO.ConfirmChange(o.yes, fmt.Sprintf("sweep --delete-source deletes swept messages from stream %s", o.stream)); err != nil {
 			return err
 		}
 	}

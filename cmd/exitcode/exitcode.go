@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/plan"
@@ -152,6 +153,8 @@ var sentinels = []struct {
 	{pkgdlq.ErrLeaseLost, Failure},
 	{streamread.ErrUnsupported, Usage},
 	{replay.ErrInvalid, Usage},
+	{pkgconsumer.ErrDataGone, NotFound},
+	{pkgconsumer.ErrBeyondEnd, NotFound},
 }
 
 var apiErrorFraming = regexp.MustCompile(`API error: code=\d+ err_code=\d+ description=`)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/plan"
@@ -37,6 +38,8 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("%w: %w", pkgdlq.ErrLocked, jetstream.ErrKeyNotFound), Failure},
 		{fmt.Errorf("reader: %w", streamread.ErrUnsupported), Usage},
 		{fmt.Errorf("checkpoint: %w", replay.ErrInvalid), Usage},
+		{fmt.Errorf("stream %q: %w", "X", &pkgconsumer.RefusedError{}), NotFound},
+		{fmt.Errorf("--to-seq 9: %w", pkgconsumer.ErrBeyondEnd), NotFound},
 		{fmt.Errorf("export: %w", &plan.NotFoundError{Label: `stream "X"`}), NotFound},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
 )
 
 // IOStreams are a command's standard streams and what is known about them.
@@ -73,4 +75,21 @@ func (s *IOStreams) Confirm(question string, accept Accept) bool {
 	}
 	answer = strings.ToLower(answer)
 	return answer == "y" || answer == "yes"
+}
+
+// ConfirmChange asks before a change that cannot be taken back (what says
+// which): with yes it goes on at once; without a terminal it is a usage
+// error that asks for --yes (or --dry-run); an answer other than y/yes is a
+// usage error too. Each refusal says that nothing was changed.
+func (s *IOStreams) ConfirmChange(yes bool, what string) error {
+	if yes {
+		return nil
+	}
+	if !s.CanPrompt() {
+		return exitcode.UsageErrorf("%s: pass --yes when not running in a terminal (or --dry-run to see what it would do); nothing was changed", what)
+	}
+	if !s.Confirm(what+". Continue?", AcceptYes) {
+		return exitcode.UsageErrorf("cancelled; nothing was changed")
+	}
+	return nil
 }

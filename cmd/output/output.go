@@ -193,7 +193,7 @@ func (p *Printer) Print(v any, table func() []Table) error {
 		return nil
 	}
 	if p.jq != nil {
-		generic, err := toGeneric(v)
+		generic, err := Generic(v)
 		if err != nil {
 			return err
 		}
@@ -206,7 +206,7 @@ func (p *Printer) Print(v any, table func() []Table) error {
 // program, if any, applies to each.
 func (p *Printer) Item(v any) error {
 	if p.jq != nil {
-		generic, err := toGeneric(v)
+		generic, err := Generic(v)
 		if err != nil {
 			return err
 		}
@@ -325,9 +325,9 @@ func (p *Printer) renderTable(t Table) error {
 	return nil
 }
 
-// toGeneric turns v into what json.Unmarshal gives for its encoding, the
-// form jq works on.
-func toGeneric(v any) (any, error) {
+// Generic turns v into what json.Unmarshal (with UseNumber) gives for its
+// encoding, the form jq works on.
+func Generic(v any) (any, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
