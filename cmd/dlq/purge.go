@@ -71,13 +71,9 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 		return err
 	}
 	start := time.Now()
-	entries := []pkgdlq.Entry{}
+	recs := newRecords[pkgdlq.Entry](p, listRecords)
 	n, bytes, err := pkgdlq.Purge(ctx, js, pkgdlq.PurgeConfig{DLQStream: stream, Select: sel, DryRun: o.dryRun,
-		OnRecord: func(e pkgdlq.Entry) {
-			if listRecords {
-				entries = append(entries, e)
-			}
-		}})
+		OnRecord: func(e pkgdlq.Entry) { recs.add(e, false) }})
 	if err == nil && n == 0 {
 		// One line for a consumer that does not exist, not a summary of nothing.
 		if err := unknownConsumer(ctx, js, stream, o.consumer); err != nil {
@@ -91,30 +87,21 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 	} else {
 		sum.Deleted = n
 	}
-	var perr error
 	switch {
 	case listRecords && p.Format == "jsonl":
-		for _, e := range entries {
-			if perr = p.Item(e); perr != nil {
-				break
-			}
-		}
 	case listRecords:
-		perr = p.Print(entries, func() []output.Table {
-			if len(entries) == 0 {
-				return nil
-			}
+		recs.printList(func(entries []pkgdlq.Entry) output.Table {
 			t := output.Table{Header: []string{"dlq seq", "source", "subject", "consumer", "reason", "swept at"}}
 			for _, e := range entries {
 				t.Row(e.DLQSeq, fmt.Sprintf("%s:%d", e.SourceStream, e.SourceSeq), e.Subject, e.Consumer, e.Reason, e.SweptAt.UTC().Format(time.RFC3339))
 			}
-			return []output.Table{t}
+			return t
 		})
 	case p.Format != "table":
-		perr = p.Print(sum, nil)
+		recs.err = p.Print(sum, nil)
 	}
-	if perr != nil && err == nil {
-		err = perr
+	if recs.err != nil && err == nil {
+		err = recs.err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s %s (%s) in %.2fs\n", stream, verb, plural(n, "message", "messages"), humanize.IBytes(uint64(bytes)), sum.Seconds)
 	return err

@@ -100,24 +100,13 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	if err != nil {
 		return err
 	}
-	records := []pkgdlq.RedriveRecord{}
-	var printErr error
+	recs := newRecords[pkgdlq.RedriveRecord](p, listRecords)
 	bar := f.NewProgress(-1, "redriving", o.noProgress)
 	sum, err := pkgdlq.Redrive(ctx, js, pkgdlq.RedriveConfig{
 		DLQStream: stream, Select: sel, To: o.to, Rate: o.rate, Max: o.max, MaxRedrives: o.maxRedrives,
 		DryRun: o.dryRun, Keep: o.keep, LockTTL: o.lockTTL,
 		OnRecord: func(r pkgdlq.RedriveRecord) {
-			switch {
-			case listRecords && p.Format == "jsonl":
-				if err := p.Item(r); err != nil && printErr == nil {
-					printErr = err
-				}
-			case listRecords:
-				records = append(records, r)
-			case r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused:
-				// The summary names the exceptions, one line each.
-				records = append(records, r)
-			}
+			recs.add(r, r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused)
 		},
 		Progress: func(s pkgdlq.RedriveSummary) { bar.Set(int64(s.Redriven)) },
 	})
@@ -133,10 +122,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	}
 	switch {
 	case listRecords && p.Format != "jsonl":
-		printErr = p.Print(records, func() []output.Table {
-			if len(records) == 0 {
-				return nil
-			}
+		recs.printList(func(records []pkgdlq.RedriveRecord) output.Table {
 			t := output.Table{Header: []string{"dlq seq", "source", "subject", "redrives", "status", "stored as"}}
 			for _, r := range records {
 				stored := ""
@@ -145,12 +131,12 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 				}
 				t.Row(r.DLQSeq, fmt.Sprintf("%s:%d", r.SourceStream, r.SourceSeq), r.Subject, r.Redrives, redriveStatus(r), stored)
 			}
-			return []output.Table{t}
+			return t
 		})
 	case !listRecords && p.Format != "table":
-		printErr = p.Print(sum, nil)
+		recs.err = p.Print(sum, nil)
 	case !listRecords:
-		for _, r := range records {
+		for _, r := range recs.items {
 			fmt.Fprintf(f.IO.ErrOut, "jetctl: %s seq %d (%s:%d): %s\n", r.DLQStream, r.DLQSeq, r.SourceStream, r.SourceSeq, output.Escape(redriveStatus(r)))
 		}
 	}
@@ -164,8 +150,8 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	if err != nil {
 		return err
 	}
-	if printErr != nil {
-		return printErr
+	if recs.err != nil {
+		return recs.err
 	}
 	if sum.Failed > 0 {
 		return exitcode.Newf(exitcode.Partial, "%s could not be redriven", plural(sum.Failed, "message", "messages"))

@@ -123,24 +123,13 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	if err != nil {
 		return err
 	}
-	records := []pkgdlq.Record{}
-	var printErr error
+	recs := newRecords[pkgdlq.Record](p, listRecords)
 	bar := f.NewProgress(-1, "sweeping", o.noProgress)
 	cfg := pkgdlq.SweepConfig{
 		Stream: o.stream, Consumers: o.consumers, DeleteSource: o.deleteSource, Scan: o.scan, DryRun: o.dryRun,
 		Max: o.max, Rate: o.rate, LockTTL: o.lockTTL,
 		OnRecord: func(r pkgdlq.Record) {
-			switch {
-			case listRecords && p.Format == "jsonl":
-				if err := p.Item(r); err != nil && printErr == nil {
-					printErr = err
-				}
-			case listRecords:
-				records = append(records, r)
-			case r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusTooLarge:
-				// The summary names the exceptions, one line each.
-				records = append(records, r)
-			}
+			recs.add(r, r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusTooLarge)
 		},
 		Progress: func(s pkgdlq.SweepSummary) { bar.Set(int64(s.Found)) },
 	}
@@ -151,10 +140,7 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	}
 	switch {
 	case listRecords && p.Format != "jsonl":
-		printErr = p.Print(records, func() []output.Table {
-			if len(records) == 0 {
-				return nil
-			}
+		recs.printList(func(records []pkgdlq.Record) output.Table {
 			t := output.Table{Header: []string{"seq", "subject", "consumer", "reason", "deliveries", "status", "source", "dlq seq", "size"}}
 			for _, r := range records {
 				dlqSeq := ""
@@ -163,12 +149,12 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 				}
 				t.Row(r.StreamSeq, r.Subject, r.Consumer, r.Reason, r.Deliveries, sweepStatus(r), r.Source, dlqSeq, humanize.IBytes(uint64(r.Size)))
 			}
-			return []output.Table{t}
+			return t
 		})
 	case !listRecords && p.Format != "table":
-		printErr = p.Print(sum, nil)
+		recs.err = p.Print(sum, nil)
 	case !listRecords:
-		for _, r := range records {
+		for _, r := range recs.items {
 			fmt.Fprintf(f.IO.ErrOut, "jetctl: %s seq %d (%s): %s\n", r.Stream, r.StreamSeq, output.Escape(r.Subject), output.Escape(sweepStatus(r)))
 		}
 	}
@@ -176,8 +162,8 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 	if err != nil {
 		return err
 	}
-	if printErr != nil {
-		return printErr
+	if recs.err != nil {
+		return recs.err
 	}
 	if sum.Failed > 0 {
 		return exitcode.Newf(exitcode.Partial, "%s could not be moved; run the sweep again to retry them", plural(sum.Failed, "dead message", "dead messages"))
