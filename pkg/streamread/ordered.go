@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
-	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // ReadOrdered reads with a plain ephemeral pull consumer (no acks, in
