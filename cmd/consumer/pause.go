@@ -21,6 +21,7 @@ type pauseOptions struct {
 	until     time.Time
 	untilFlag *factory.TimeValue
 	dur       time.Duration
+	dryRun    bool
 }
 
 func newCmdPause(f *factory.Factory) *cobra.Command {
@@ -32,8 +33,10 @@ func newCmdPause(f *factory.Factory) *cobra.Command {
 from it until the time given (--until, RFC 3339, or --for a duration from
 now), or, with neither, until "jetctl consumer resume". Messages keep
 arriving in the stream, and acks for messages already delivered still
-count. consumer explain reports a paused consumer.`,
-		Example: `  jetctl consumer pause ORDERS billing --for 30m
+count. consumer explain reports a paused consumer. --dry-run checks the
+consumer exists and says what the pause would be, changing nothing.`,
+		Example: `  jetctl consumer pause ORDERS billing --for 30m --dry-run
+  jetctl consumer pause ORDERS billing --for 30m
   jetctl consumer pause ORDERS billing --until 2026-11-30T06:00:00Z
   jetctl consumer resume ORDERS billing`,
 		Args:              streamConsumerArgs,
@@ -49,15 +52,18 @@ count. consumer explain reports a paused consumer.`,
 func (o *pauseOptions) bind(fs *pflag.FlagSet) {
 	o.untilFlag = factory.TimeVar(fs, &o.until, "until", "pause until this time (RFC 3339)")
 	factory.DurationVar(fs, &o.dur, "for", 0, "pause for this long (e.g. 30m, 2h, 1d)").Positive()
+	fs.BoolVar(&o.dryRun, "dry-run", false, "say what the pause would be; change nothing")
 }
 
 func newCmdResume(f *factory.Factory) *cobra.Command {
-	return &cobra.Command{
+	var dryRun bool
+	cmd := &cobra.Command{
 		Use:   "resume STREAM CONSUMER",
 		Short: "let a paused consumer deliver again",
 		Long: `Resume a paused consumer at once. Resuming a consumer that is not paused
-changes nothing.`,
-		Example:           `  jetctl consumer resume ORDERS billing`,
+changes nothing. --dry-run checks the consumer exists, changing nothing.`,
+		Example: `  jetctl consumer resume ORDERS billing --dry-run
+  jetctl consumer resume ORDERS billing`,
 		Args:              streamConsumerArgs,
 		ValidArgsFunction: completeStreamConsumer(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,13 +75,15 @@ changes nothing.`,
 			if err != nil {
 				return err
 			}
-			st, err := pkgconsumer.Resume(cmd.Context(), js, args[0], args[1])
+			st, err := pkgconsumer.Resume(cmd.Context(), js, args[0], args[1], dryRun)
 			if err != nil {
 				return err
 			}
 			return printPause(f, p.Format, st, func() error { return p.Print(st, nil) })
 		},
 	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the consumer exists; change nothing")
+	return cmd
 }
 
 // pauseUntil turns --until or --for into a time, before anything is
@@ -109,7 +117,7 @@ func runPause(ctx context.Context, f *factory.Factory, o *pauseOptions, stream, 
 	if err != nil {
 		return err
 	}
-	st, err := pkgconsumer.Pause(ctx, js, stream, consumer, until)
+	st, err := pkgconsumer.Pause(ctx, js, stream, consumer, until, o.dryRun)
 	if err != nil {
 		return err
 	}
@@ -121,6 +129,10 @@ func printPause(f *factory.Factory, format string, st *pkgconsumer.PauseState, p
 		return print()
 	}
 	switch {
+	case st.DryRun && !st.Paused:
+		fmt.Fprintf(f.IO.Out, "dry run: %s > %s would deliver again (resumed at once)\n", st.Stream, st.Consumer)
+	case st.DryRun:
+		fmt.Fprintf(f.IO.Out, "dry run: %s > %s would be paused until %s\n", st.Stream, st.Consumer, pauseEnd(st))
 	case !st.Paused:
 		fmt.Fprintf(f.IO.Out, "%s > %s is not paused: it delivers\n", st.Stream, st.Consumer)
 	case time.Until(*st.PauseUntil) > pauseIndefinitely/10*9:
@@ -129,4 +141,12 @@ func printPause(f *factory.Factory, format string, st *pkgconsumer.PauseState, p
 		fmt.Fprintf(f.IO.Out, "%s > %s paused until %s\n", st.Stream, st.Consumer, st.PauseUntil.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// pauseEnd is when a pause ends, for people.
+func pauseEnd(st *pkgconsumer.PauseState) string {
+	if time.Until(*st.PauseUntil) > pauseIndefinitely/10*9 {
+		return "resumed"
+	}
+	return st.PauseUntil.Format(time.RFC3339)
 }

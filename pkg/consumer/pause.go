@@ -18,14 +18,21 @@ type PauseState struct {
 	PauseUntil *time.Time `json:"pause_until"`
 	// PauseRemainingSeconds is the time left, as the server counts it.
 	PauseRemainingSeconds float64 `json:"pause_remaining_seconds"`
+	// DryRun: nothing was changed; the fields say what would be.
+	DryRun bool `json:"dry_run"`
 }
 
 // Pause stops the server delivering from a consumer until a time (the
 // server's pause API, 2.11+). Messages keep arriving in the stream; acks
 // of messages already delivered still count.
-func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string, until time.Time) (*PauseState, error) {
+func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string, until time.Time, dryRun bool) (*PauseState, error) {
 	if err := consumerExists(ctx, js, stream, consumer); err != nil {
 		return nil, err
+	}
+	if dryRun {
+		t := until.UTC()
+		return &PauseState{Stream: stream, Consumer: consumer, Paused: true, PauseUntil: &t,
+			PauseRemainingSeconds: time.Until(until).Seconds(), DryRun: true}, nil
 	}
 	resp, err := js.PauseConsumer(ctx, stream, consumer, until.UTC())
 	if err != nil {
@@ -35,10 +42,14 @@ func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string,
 }
 
 // Resume lets a paused consumer deliver again at once. Resuming one that
-// is not paused changes nothing.
-func Resume(ctx context.Context, js jetstream.JetStream, stream, consumer string) (*PauseState, error) {
+// is not paused changes nothing. With dryRun it only checks the consumer
+// exists.
+func Resume(ctx context.Context, js jetstream.JetStream, stream, consumer string, dryRun bool) (*PauseState, error) {
 	if err := consumerExists(ctx, js, stream, consumer); err != nil {
 		return nil, err
+	}
+	if dryRun {
+		return &PauseState{Stream: stream, Consumer: consumer, DryRun: true}, nil
 	}
 	resp, err := js.ResumeConsumer(ctx, stream, consumer)
 	if err != nil {
