@@ -16,7 +16,8 @@ keeps the messages for which a jq program is true, --raw prints payloads only.
 
 --to SUBJECT republishes each message: SUBJECT may contain {subject} (the
 original subject; '{subject}' alone keeps it) or be a prefix mapping like
-'restore.>' (restore.orders.x for orders.x). Quote it: > is a shell redirect. --to-server/--to-context publish to another cluster. Headers
+'restore.>' (restore.orders.x for orders.x). Quote it: > is a shell
+redirect. --to-server/--to-context publish to another cluster. Headers
 the server acts on (Nats-Msg-Id, Nats-Expected-*, Nats-TTL, ...) move to
 Jetctl-Orig-<Name>; provenance goes into Jetctl-Source-Stream, -Seq, -Subject
 and -Time (--no-provenance to leave it out). Each copy has

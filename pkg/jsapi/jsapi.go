@@ -44,19 +44,15 @@ func New(js jetstream.JetStream) *Client {
 
 // TraceRequest reports a request about to be sent to the client trace.
 func (c *Client) TraceRequest(subject string, body []byte) {
-	traceRequest(c.Trace, subject, body)
+	if c.Trace != nil && c.Trace.RequestSent != nil {
+		c.Trace.RequestSent(subject, body)
+	}
 }
 
 // TraceReply reports a reply to the client trace.
 func (c *Client) TraceReply(subject string, reply *nats.Msg) {
 	if c.Trace != nil && c.Trace.ResponseReceived != nil && reply != nil {
 		c.Trace.ResponseReceived(subject, reply.Data, reply.Header)
-	}
-}
-
-func traceRequest(t *jetstream.ClientTrace, subject string, body []byte) {
-	if t != nil && t.RequestSent != nil {
-		t.RequestSent(subject, body)
 	}
 }
 

@@ -136,7 +136,7 @@ func (a *acks) positions(gen uint64) (map[string]uint64, uint64, bool) {
 	return out, a.storedGen, true
 }
 
-// isStored reads c's outcome.
+// outcome reads whether c is stored, and whether as a duplicate.
 func (a *acks) outcome(c *copyState) (stored, duplicate bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -74,10 +74,11 @@ type copyState struct {
 	// sent: the copy, and every copy after it, is stored after that.
 	from map[string]uint64
 	// sends counts the sends, tries the failed outcomes (an error or, while
-	// connected, no acknowledgement within the timeout).
-	sends, tries int
-	sentAt       time.Time
-	retryAt      time.Time
+	// connected, no acknowledgement within the timeout), refused the sends
+	// whose outcome was an error: they stored nothing.
+	sends, tries, refused int
+	sentAt                time.Time
+	retryAt               time.Time
 	// found: a lookup found the copy in the target; failed: given up.
 	found, failed bool
 
@@ -270,6 +271,7 @@ func (p *Publisher) step(ctx context.Context) error {
 		p.recover(ctx)
 	}
 	for _, c := range p.acks.takeFailed() {
+		c.refused++
 		if c.failed || c.found {
 			continue
 		}
@@ -399,10 +401,11 @@ func (p *Publisher) settle() {
 }
 
 // count adds a stored copy to the counts. A duplicate acknowledgement of a
-// copy sent once means the target had it before this run; of a copy sent
-// again, that an earlier send of this run stored it.
+// copy whose other sends were all refused (or that was sent once) means
+// the target had it before this run; otherwise, that an earlier send of
+// this run may have stored it.
 func (p *Publisher) count(c *copyState, dup bool) {
-	if c.found || (dup && c.sends == 1) {
+	if c.found || (dup && c.sends-c.refused == 1) {
 		p.counts.Duplicates++
 		return
 	}

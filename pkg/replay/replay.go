@@ -220,7 +220,8 @@ func pump(ctx context.Context, src Source, sink Sink, sum Summary, opts Config, 
 		if opts.Progress != nil {
 			s := sum
 			if pub != nil {
-				s.Messages, s.Bytes, s.Duplicates = pub.Counts().Stored, pub.Counts().Bytes, pub.Counts().Duplicates
+				c := pub.Counts()
+				s.Messages, s.Bytes, s.Duplicates = c.Stored, c.Bytes, c.Duplicates
 			}
 			s.Seconds = time.Since(start).Seconds()
 			opts.Progress(s)

@@ -204,3 +204,29 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("no checkpoint yet: %v %+v %q", err, cfg.checkpoint, cfg.msgID)
 	}
 }
+
+// A duplicate acknowledgement counts as stored by this run only when
+// another send of this run could have stored the copy: sends the target
+// refused stored nothing.
+func TestCountDuplicates(t *testing.T) {
+	tests := []struct {
+		name         string
+		c            copyState
+		dup          bool
+		stored, dups uint64
+	}{
+		{"new", copyState{sends: 1}, false, 1, 0},
+		{"sent once, duplicate", copyState{sends: 1}, true, 0, 1},
+		{"sent again, duplicate", copyState{sends: 2}, true, 1, 0},
+		{"refused, then duplicate", copyState{sends: 2, refused: 1}, true, 0, 1},
+		{"refused, timed out, then duplicate", copyState{sends: 3, refused: 1}, true, 1, 0},
+		{"found", copyState{found: true}, true, 0, 1},
+	}
+	for _, tt := range tests {
+		var p Publisher
+		p.count(&tt.c, tt.dup)
+		if p.counts.Stored != tt.stored || p.counts.Duplicates != tt.dups {
+			t.Errorf("%s: stored %d, duplicates %d; want %d, %d", tt.name, p.counts.Stored, p.counts.Duplicates, tt.stored, tt.dups)
+		}
+	}
+}
