@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
@@ -100,23 +101,26 @@ func (a *api) request(ctx context.Context, subject string, req, resp any) error 
 	return json.Unmarshal(reply.Data, resp)
 }
 
-// oldestAfter finds the first message at or after seq matching one of
-// filters (every subject when none): its sequence and stored time. One
-// message get on the stream leader per filter subject.
-func (a *api) oldestAfter(ctx context.Context, stream string, seq uint64, filters []string) (uint64, time.Time, bool) {
+// firstMatching is the first stored message at or after seq matching one
+// of filters (any message without filters); nil when there is none. One
+// message get on the stream leader per filter subject: explain's oldest
+// unacknowledged message and List's oldest undelivered one (the lag).
+func firstMatching(ctx context.Context, api *jsapi.Client, stream string, filters []string, seq uint64) (*envelope.Message, error) {
 	if len(filters) == 0 {
 		filters = []string{">"}
 	}
-	var best uint64
-	var at time.Time
+	var first *envelope.Message
 	for _, f := range filters {
-		m, err := a.client.MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: seq, NextFor: f})
-		if err != nil {
+		m, err := api.MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: max(seq, 1), NextFor: f})
+		if errors.Is(err, jsapi.ErrNoMessage) {
 			continue
 		}
-		if best == 0 || m.Seq < best {
-			best, at = m.Seq, m.Time
+		if err != nil {
+			return nil, err
+		}
+		if first == nil || m.Seq < first.Seq {
+			first = m
 		}
 	}
-	return best, at, best != 0
+	return first, nil
 }

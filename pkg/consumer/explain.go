@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -319,31 +320,8 @@ func (e *explainer) redeliveriesSinceFloor() uint64 {
 
 // oldestUnacked is the first stored message after the ack floor that the
 // consumer's filters match.
-func (e *explainer) oldestUnacked(ctx context.Context) (uint64, string, error) {
+func (e *explainer) oldestUnacked(ctx context.Context) (*envelope.Message, error) {
 	return firstMatching(ctx, e.api, e.cfg.Stream, e.filters, e.ci.AckFloor.Stream+1)
-}
-
-// firstMatching is the first stored message at or after seq matching one
-// of filters (any message without filters); 0 when there is none.
-func firstMatching(ctx context.Context, api *jsapi.Client, stream string, filters []string, seq uint64) (uint64, string, error) {
-	if len(filters) == 0 {
-		filters = []string{">"}
-	}
-	var best uint64
-	var subject string
-	for _, f := range filters {
-		m, err := api.MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: max(seq, 1), NextFor: f})
-		if errors.Is(err, jsapi.ErrNoMessage) {
-			continue
-		}
-		if err != nil {
-			return 0, "", err
-		}
-		if best == 0 || m.Seq < best {
-			best, subject = m.Seq, m.Subject
-		}
-	}
-	return best, subject, nil
 }
 
 func (e *explainer) poison(ctx context.Context) error {
@@ -351,10 +329,11 @@ func (e *explainer) poison(ctx context.Context) error {
 	if e.ci.NumRedelivered == 0 || e.ci.NumAckPending == 0 || redeliveries < e.cfg.PoisonRedeliveries {
 		return nil
 	}
-	seq, subject, err := e.oldestUnacked(ctx)
-	if err != nil || seq == 0 {
+	m, err := e.oldestUnacked(ctx)
+	if err != nil || m == nil {
 		return err
 	}
+	seq, subject := m.Seq, m.Subject
 	e.add(FindingPoison, SeverityCritical,
 		fmt.Sprintf("poison message: seq %d (%s) holds the ack floor; at least %d redeliveries since the floor last moved", seq, subject, redeliveries),
 		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, seq, seq),
@@ -488,11 +467,11 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 		}
 		stored := false
 		if e.stream.State.Msgs > 0 {
-			seq, _, err := firstMatching(ctx, e.api, e.cfg.Stream, []string{f}, e.stream.State.FirstSeq)
+			m, err := firstMatching(ctx, e.api, e.cfg.Stream, []string{f}, e.stream.State.FirstSeq)
 			if err != nil {
 				return err
 			}
-			stored = seq != 0
+			stored = m != nil
 		}
 		// A consumer that has delivered may simply have had its messages
 		// removed (a workqueue, limits): only a filter that never matched
@@ -557,10 +536,11 @@ func (e *explainer) skippedBacklog(ctx context.Context) error {
 	if p == jetstream.DeliverAllPolicy || e.stream.State.Msgs == 0 {
 		return nil
 	}
-	first, _, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, e.stream.State.FirstSeq)
-	if err != nil || first == 0 {
+	m, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, e.stream.State.FirstSeq)
+	if err != nil || m == nil {
 		return err
 	}
+	first := m.Seq
 	var startSeq uint64
 	switch p {
 	case jetstream.DeliverByStartSequencePolicy:
@@ -610,10 +590,11 @@ func (e *explainer) interestHeld(ctx context.Context) error {
 	if e.stream.State.Msgs == 0 || from > to {
 		return nil
 	}
-	first, _, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, from)
-	if err != nil || first == 0 || first > to {
+	m, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, from)
+	if err != nil || m == nil || m.Seq > to {
 		return err
 	}
+	first := m.Seq
 	e.add(FindingInterestHeld, SeverityInfo,
 		fmt.Sprintf("the interest stream keeps seqs %d..%d for this consumer alone: every other consumer has acknowledged them", first, to),
 		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, first, to),

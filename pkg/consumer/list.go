@@ -243,11 +243,11 @@ func fillLag(ctx context.Context, api *api, states []*State, workers int, cache 
 		if e, ok := cache.get(s); ok {
 			seq, at = e.seq, e.at
 		} else {
-			var found bool
-			seq, at, found = api.oldestAfter(ctx, s.Stream, s.DeliveredStreamSeq+1, s.FilterSubjects)
-			if !found {
+			m, err := firstMatching(ctx, api.client, s.Stream, s.FilterSubjects, s.DeliveredStreamSeq+1)
+			if err != nil || m == nil {
 				return
 			}
+			seq, at = m.Seq, m.Time
 			cache.put(s, seq, at)
 		}
 		lag := s.Time.Sub(at).Seconds()
