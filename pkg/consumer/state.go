@@ -173,11 +173,8 @@ func (s *State) Lag() (time.Duration, bool) {
 // letters and health are filled in later (List does).
 func FromInfo(info *jetstream.ConsumerInfo) *State {
 	cfg := info.Config
-	filters := []string{}
-	if cfg.FilterSubject != "" {
-		filters = append(filters, cfg.FilterSubject)
-	}
-	filters = append(filters, cfg.FilterSubjects...)
+	// [] rather than null in JSON when it takes every subject.
+	filters := append([]string{}, FilterSubjects(cfg)...)
 	kind := KindPull
 	if cfg.DeliverSubject != "" {
 		kind = KindPush

@@ -108,7 +108,7 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 	}
 	res := &WaitResult{Stream: cfg.Stream, Consumer: cfg.Consumer, Condition: condition, Polls: 1}
 	if cfg.CaughtUp {
-		target, err := lastMatching(ctx, js, stream.CachedInfo(), FromInfo(info).FilterSubjects)
+		target, err := lastMatching(ctx, js, stream.CachedInfo(), FilterSubjects(info.Config))
 		if err != nil {
 			return nil, err
 		}
