@@ -1,6 +1,3 @@
-// Package consumer reads, diagnoses and moves JetStream consumers: their
-// delivery state machines (delivered cursor, ack floor, pending, ack
-// pending against MaxAckPending, redeliveries, waiting pulls).
 package consumer
 
 import (

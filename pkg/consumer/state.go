@@ -1,8 +1,9 @@
 // Package consumer reads JetStream consumers as the delivery state machines
 // they are (delivered cursor, ack floor, unprocessed and ack-pending
 // messages, redeliveries, waiting pulls), classifies each one's health in
-// one word, and waits for a consumer to reach a position. It never
-// consumes, acknowledges or changes anything.
+// one word, names what is wrong with one (Explain), waits for a consumer to
+// reach a position, and moves it (Rewind, Pause, Resume). List, Watcher,
+// Explain and Wait only read: they consume, acknowledge and change nothing.
 package consumer
 
 import (
