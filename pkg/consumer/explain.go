@@ -105,10 +105,15 @@ type explainer struct {
 	cfg     ExplainConfig
 	js      jetstream.JetStream
 	api     *jsapi.Client
+	st      jetstream.Stream
 	stream  *jetstream.StreamInfo
 	ci      *jetstream.ConsumerInfo
 	filters []string
 	out     []Finding
+	// others are the stream's other consumers, read once (othersRead)
+	// for the two interest-stream findings.
+	others     []*jetstream.ConsumerInfo
+	othersRead bool
 }
 
 // Explain reads a consumer and its stream and names what is wrong with it.
@@ -141,7 +146,7 @@ func Explain(ctx context.Context, js jetstream.JetStream, cfg ExplainConfig) (*E
 		}
 		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
-	e.stream = st.CachedInfo()
+	e.st, e.stream = st, st.CachedInfo()
 	ci, err := readConsumer(ctx, st, cfg.Consumer)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -433,13 +438,14 @@ func matchesAny(filters []string, subject string) bool {
 	return len(filters) == 0 || streamread.SubjectMatchesAny(filters, subject)
 }
 
+// otherConsumers are the stream's consumers but this one, listed on first
+// use only.
 func (e *explainer) otherConsumers(ctx context.Context) ([]*jetstream.ConsumerInfo, error) {
-	st, err := e.js.Stream(ctx, e.cfg.Stream)
-	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", e.cfg.Stream, err)
+	if e.othersRead {
+		return e.others, nil
 	}
 	var out []*jetstream.ConsumerInfo
-	l := st.ListConsumers(ctx)
+	l := e.st.ListConsumers(ctx)
 	for ci := range l.Info() {
 		if ci.Name != e.cfg.Consumer {
 			out = append(out, ci)
@@ -448,6 +454,7 @@ func (e *explainer) otherConsumers(ctx context.Context) ([]*jetstream.ConsumerIn
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("stream %q: consumers: %w", e.cfg.Stream, err)
 	}
+	e.others, e.othersRead = out, true
 	return out, nil
 }
 
