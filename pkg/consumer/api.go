@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // api makes the raw requests List needs and nats.go does not offer in
@@ -77,7 +78,8 @@ func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error
 	}
 }
 
-// request sends one API request and decodes the reply into resp.
+// request sends one API request and decodes the reply into resp, traced
+// like jsapi's own requests (--trace).
 func (a *api) request(ctx context.Context, subject string, req, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -85,19 +87,20 @@ func (a *api) request(ctx context.Context, subject string, req, resp any) error 
 	}
 	ctx, cancel := a.client.WithTimeout(ctx)
 	defer cancel()
+	subject = a.client.Prefix + subject
 	var reply *nats.Msg
-	for attempt := 0; ; attempt++ {
-		reply, err = a.client.NC.RequestWithContext(ctx, a.client.Prefix+subject, body)
-		// No responders: a leader election is under way; try again.
-		if errors.Is(err, nats.ErrNoResponders) && attempt < 10 && ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		break
-	}
+	// No responders: a leader election is under way; try again.
+	err = retry.Do(ctx, retry.Policy{Attempts: 11, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
+		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) }},
+		func(ctx context.Context) (err error) {
+			a.client.TraceRequest(subject, body)
+			reply, err = a.client.NC.RequestWithContext(ctx, subject, body)
+			return err
+		})
 	if err != nil {
 		return err
 	}
+	a.client.TraceReply(subject, reply)
 	return json.Unmarshal(reply.Data, resp)
 }
 
