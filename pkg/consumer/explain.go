@@ -489,7 +489,7 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 		}
 		e.add(FindingFilterNoMatch, SeverityWarning, summary,
 			fmt.Sprintf("jetctl replay %s --last 20 --jq .subject", e.cfg.Stream),
-			map[string]any{"filter": f, "stream_subjects": e.stream.Config.Subjects, "stream_msgs": e.stream.State.Msgs, "can_match": canMatch})
+			map[string]any{"filter": f, "stream_subjects": append([]string{}, e.stream.Config.Subjects...), "stream_msgs": e.stream.State.Msgs, "can_match": canMatch})
 	}
 	return nil
 }
