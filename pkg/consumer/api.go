@@ -20,11 +20,10 @@ import (
 // asks for the stream's info), with the consumers a cluster could not
 // report ("missing").
 type api struct {
-	js     jetstream.JetStream
 	client *jsapi.Client
 }
 
-func newAPI(js jetstream.JetStream) *api { return &api{js: js, client: jsapi.New(js)} }
+func newAPI(js jetstream.JetStream) *api { return &api{client: jsapi.New(js)} }
 
 type consumerListResponse struct {
 	Type    string                    `json:"type"`
