@@ -128,7 +128,11 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 	}
 	how := "with the consumer reset API"
 	if res.Method == pkgconsumer.RewindRecreate {
-		how = "by recreating the durable with a start sequence (" + res.Reason + ")"
+		start := "a start sequence"
+		if !cfg.ToTime.IsZero() {
+			start = "a start time" // as pkg/consumer recreates for --to-time
+		}
+		how = "by recreating the durable with " + start + " (" + res.Reason + ")"
 	}
 	if res.DryRun {
 		fmt.Fprintf(f.IO.Out, "dry run: %s > %s would deliver %s again from seq %d (delivered up to seq %d, ack floor %d), %s; nothing was changed\n",

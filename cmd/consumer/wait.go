@@ -13,7 +13,6 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
-	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 type waitOptions struct {
@@ -46,7 +45,7 @@ stderr; the state that met the condition goes to stdout.`,
 		Example: `  jetctl consumer wait ORDERS projector --caught-up --wait 5m
   jetctl consumer wait ORDERS billing --pending-below 100 --wait 10m
   jetctl consumer wait ORDERS audit --ack-floor 15000 -o json`,
-		Args:              cobra.ExactArgs(2),
+		Args:              streamConsumerArgs,
 		ValidArgsFunction: completeStreamConsumer(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, wait, err := o.config(cmd, args)
@@ -67,12 +66,6 @@ stderr; the state that met the condition goes to stdout.`,
 // config turns flags and arguments into a WaitConfig, before connecting.
 func (o *waitOptions) config(cmd *cobra.Command, args []string) (pkgconsumer.WaitConfig, time.Duration, error) {
 	cfg := pkgconsumer.WaitConfig{Stream: args[0], Consumer: args[1], CaughtUp: o.caughtUp}
-	if err := jsapi.ValidateStreamName(args[0]); err != nil {
-		return cfg, 0, exitcode.UsageErrorf("%v", err)
-	}
-	if args[1] == "" {
-		return cfg, 0, exitcode.UsageErrorf("the consumer name is empty")
-	}
 	if cmd.Flags().Changed("pending-below") {
 		cfg.PendingBelow = &o.pendingBelow
 	}

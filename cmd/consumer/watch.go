@@ -46,7 +46,7 @@ Watching changes nothing.`,
 		RunE:              func(cmd *cobra.Command, args []string) error { return runWatch(cmd.Context(), f, o, args) },
 	}
 	o.selectFlags.bind(cmd)
-	factory.DurationVar(cmd.Flags(), &o.interval, "interval", time.Second, "time between polls").Positive()
+	factory.DurationVar(cmd.Flags(), &o.interval, "interval", pkgconsumer.Interval, "time between polls").Positive()
 	cmd.Flags().IntVar(&o.count, "count", 0, "stop after this many polls (0: until interrupted)")
 	return cmd
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // api makes the raw requests List needs and nats.go does not offer in
@@ -18,11 +20,10 @@ import (
 // asks for the stream's info), with the consumers a cluster could not
 // report ("missing").
 type api struct {
-	js     jetstream.JetStream
 	client *jsapi.Client
 }
 
-func newAPI(js jetstream.JetStream) *api { return &api{js: js, client: jsapi.New(js)} }
+func newAPI(js jetstream.JetStream) *api { return &api{client: jsapi.New(js)} }
 
 type consumerListResponse struct {
 	Type    string                    `json:"type"`
@@ -76,7 +77,8 @@ func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error
 	}
 }
 
-// request sends one API request and decodes the reply into resp.
+// request sends one API request and decodes the reply into resp, traced
+// like jsapi's own requests (--trace).
 func (a *api) request(ctx context.Context, subject string, req, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -84,39 +86,43 @@ func (a *api) request(ctx context.Context, subject string, req, resp any) error 
 	}
 	ctx, cancel := a.client.WithTimeout(ctx)
 	defer cancel()
+	subject = a.client.Prefix + subject
 	var reply *nats.Msg
-	for attempt := 0; ; attempt++ {
-		reply, err = a.client.NC.RequestWithContext(ctx, a.client.Prefix+subject, body)
-		// No responders: a leader election is under way; try again.
-		if errors.Is(err, nats.ErrNoResponders) && attempt < 10 && ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		break
-	}
+	// No responders: a leader election is under way; try again.
+	err = retry.Do(ctx, retry.Policy{Attempts: 11, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
+		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) }},
+		func(ctx context.Context) (err error) {
+			a.client.TraceRequest(subject, body)
+			reply, err = a.client.NC.RequestWithContext(ctx, subject, body)
+			return err
+		})
 	if err != nil {
 		return err
 	}
+	a.client.TraceReply(subject, reply)
 	return json.Unmarshal(reply.Data, resp)
 }
 
-// oldestAfter finds the first message at or after seq matching one of
-// filters (every subject when none): its sequence and stored time. One
-// message get on the stream leader per filter subject.
-func (a *api) oldestAfter(ctx context.Context, stream string, seq uint64, filters []string) (uint64, time.Time, bool) {
+// firstMatching is the first stored message at or after seq matching one
+// of filters (any message without filters); nil when there is none. One
+// message get on the stream leader per filter subject: explain's oldest
+// unacknowledged message and List's oldest undelivered one (the lag).
+func firstMatching(ctx context.Context, api *jsapi.Client, stream string, filters []string, seq uint64) (*envelope.Message, error) {
 	if len(filters) == 0 {
 		filters = []string{">"}
 	}
-	var best uint64
-	var at time.Time
+	var first *envelope.Message
 	for _, f := range filters {
-		m, err := a.client.MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: seq, NextFor: f})
-		if err != nil {
+		m, err := api.MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: max(seq, 1), NextFor: f})
+		if errors.Is(err, jsapi.ErrNoMessage) {
 			continue
 		}
-		if best == 0 || m.Seq < best {
-			best, at = m.Seq, m.Time
+		if err != nil {
+			return nil, err
+		}
+		if first == nil || m.Seq < first.Seq {
+			first = m
 		}
 	}
-	return best, at, best != 0
+	return first, nil
 }

@@ -1,6 +1,3 @@
-// Package consumer reads, diagnoses and moves JetStream consumers: their
-// delivery state machines (delivered cursor, ack floor, pending, ack
-// pending against MaxAckPending, redeliveries, waiting pulls).
 package consumer
 
 import (
@@ -16,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -107,10 +105,15 @@ type explainer struct {
 	cfg     ExplainConfig
 	js      jetstream.JetStream
 	api     *jsapi.Client
+	st      jetstream.Stream
 	stream  *jetstream.StreamInfo
 	ci      *jetstream.ConsumerInfo
 	filters []string
 	out     []Finding
+	// others are the stream's other consumers, read once (othersRead)
+	// for the two interest-stream findings.
+	others     []*jetstream.ConsumerInfo
+	othersRead bool
 }
 
 // Explain reads a consumer and its stream and names what is wrong with it.
@@ -143,7 +146,7 @@ func Explain(ctx context.Context, js jetstream.JetStream, cfg ExplainConfig) (*E
 		}
 		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
-	e.stream = st.CachedInfo()
+	e.st, e.stream = st, st.CachedInfo()
 	ci, err := readConsumer(ctx, st, cfg.Consumer)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -319,31 +322,8 @@ func (e *explainer) redeliveriesSinceFloor() uint64 {
 
 // oldestUnacked is the first stored message after the ack floor that the
 // consumer's filters match.
-func (e *explainer) oldestUnacked(ctx context.Context) (uint64, string, error) {
+func (e *explainer) oldestUnacked(ctx context.Context) (*envelope.Message, error) {
 	return firstMatching(ctx, e.api, e.cfg.Stream, e.filters, e.ci.AckFloor.Stream+1)
-}
-
-// firstMatching is the first stored message at or after seq matching one
-// of filters (any message without filters); 0 when there is none.
-func firstMatching(ctx context.Context, api *jsapi.Client, stream string, filters []string, seq uint64) (uint64, string, error) {
-	if len(filters) == 0 {
-		filters = []string{">"}
-	}
-	var best uint64
-	var subject string
-	for _, f := range filters {
-		m, err := api.MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: max(seq, 1), NextFor: f})
-		if errors.Is(err, jsapi.ErrNoMessage) {
-			continue
-		}
-		if err != nil {
-			return 0, "", err
-		}
-		if best == 0 || m.Seq < best {
-			best, subject = m.Seq, m.Subject
-		}
-	}
-	return best, subject, nil
 }
 
 func (e *explainer) poison(ctx context.Context) error {
@@ -351,10 +331,11 @@ func (e *explainer) poison(ctx context.Context) error {
 	if e.ci.NumRedelivered == 0 || e.ci.NumAckPending == 0 || redeliveries < e.cfg.PoisonRedeliveries {
 		return nil
 	}
-	seq, subject, err := e.oldestUnacked(ctx)
-	if err != nil || seq == 0 {
+	m, err := e.oldestUnacked(ctx)
+	if err != nil || m == nil {
 		return err
 	}
+	seq, subject := m.Seq, m.Subject
 	e.add(FindingPoison, SeverityCritical,
 		fmt.Sprintf("poison message: seq %d (%s) holds the ack floor; at least %d redeliveries since the floor last moved", seq, subject, redeliveries),
 		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, seq, seq),
@@ -457,13 +438,14 @@ func matchesAny(filters []string, subject string) bool {
 	return len(filters) == 0 || streamread.SubjectMatchesAny(filters, subject)
 }
 
+// otherConsumers are the stream's consumers but this one, listed on first
+// use only.
 func (e *explainer) otherConsumers(ctx context.Context) ([]*jetstream.ConsumerInfo, error) {
-	st, err := e.js.Stream(ctx, e.cfg.Stream)
-	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", e.cfg.Stream, err)
+	if e.othersRead {
+		return e.others, nil
 	}
 	var out []*jetstream.ConsumerInfo
-	l := st.ListConsumers(ctx)
+	l := e.st.ListConsumers(ctx)
 	for ci := range l.Info() {
 		if ci.Name != e.cfg.Consumer {
 			out = append(out, ci)
@@ -472,6 +454,7 @@ func (e *explainer) otherConsumers(ctx context.Context) ([]*jetstream.ConsumerIn
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("stream %q: consumers: %w", e.cfg.Stream, err)
 	}
+	e.others, e.othersRead = out, true
 	return out, nil
 }
 
@@ -488,11 +471,11 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 		}
 		stored := false
 		if e.stream.State.Msgs > 0 {
-			seq, _, err := firstMatching(ctx, e.api, e.cfg.Stream, []string{f}, e.stream.State.FirstSeq)
+			m, err := firstMatching(ctx, e.api, e.cfg.Stream, []string{f}, e.stream.State.FirstSeq)
 			if err != nil {
 				return err
 			}
-			stored = seq != 0
+			stored = m != nil
 		}
 		// A consumer that has delivered may simply have had its messages
 		// removed (a workqueue, limits): only a filter that never matched
@@ -506,7 +489,7 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 		}
 		e.add(FindingFilterNoMatch, SeverityWarning, summary,
 			fmt.Sprintf("jetctl replay %s --last 20 --jq .subject", e.cfg.Stream),
-			map[string]any{"filter": f, "stream_subjects": e.stream.Config.Subjects, "stream_msgs": e.stream.State.Msgs, "can_match": canMatch})
+			map[string]any{"filter": f, "stream_subjects": append([]string{}, e.stream.Config.Subjects...), "stream_msgs": e.stream.State.Msgs, "can_match": canMatch})
 	}
 	return nil
 }
@@ -557,10 +540,11 @@ func (e *explainer) skippedBacklog(ctx context.Context) error {
 	if p == jetstream.DeliverAllPolicy || e.stream.State.Msgs == 0 {
 		return nil
 	}
-	first, _, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, e.stream.State.FirstSeq)
-	if err != nil || first == 0 {
+	m, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, e.stream.State.FirstSeq)
+	if err != nil || m == nil {
 		return err
 	}
+	first := m.Seq
 	var startSeq uint64
 	switch p {
 	case jetstream.DeliverByStartSequencePolicy:
@@ -610,10 +594,11 @@ func (e *explainer) interestHeld(ctx context.Context) error {
 	if e.stream.State.Msgs == 0 || from > to {
 		return nil
 	}
-	first, _, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, from)
-	if err != nil || first == 0 || first > to {
+	m, err := firstMatching(ctx, e.api, e.cfg.Stream, e.filters, from)
+	if err != nil || m == nil || m.Seq > to {
 		return err
 	}
+	first := m.Seq
 	e.add(FindingInterestHeld, SeverityInfo,
 		fmt.Sprintf("the interest stream keeps seqs %d..%d for this consumer alone: every other consumer has acknowledged them", first, to),
 		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", e.cfg.Stream, first, to),

@@ -149,7 +149,7 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		dead, deadErr = deadLetters(ctx, js, captures)
+		dead, deadErr = deadLetters(ctx, js, captures, cfg.Workers)
 	}()
 	fillLag(ctx, api, states, cfg.Workers, cfg.LagCache)
 	cfg.LagCache.rotate()
@@ -243,11 +243,11 @@ func fillLag(ctx context.Context, api *api, states []*State, workers int, cache 
 		if e, ok := cache.get(s); ok {
 			seq, at = e.seq, e.at
 		} else {
-			var found bool
-			seq, at, found = api.oldestAfter(ctx, s.Stream, s.DeliveredStreamSeq+1, s.FilterSubjects)
-			if !found {
+			m, err := firstMatching(ctx, api.client, s.Stream, s.FilterSubjects, s.DeliveredStreamSeq+1)
+			if err != nil || m == nil {
 				return
 			}
+			seq, at = m.Seq, m.Time
 			cache.put(s, seq, at)
 		}
 		lag := s.Time.Sub(at).Seconds()
@@ -281,21 +281,30 @@ func (d deadCounts) of(consumer string) (int64, bool) {
 
 // deadLetters counts, per source stream and consumer, the dead-letter
 // advisories (MaxDeliver reached, terminated) its capture stream holds:
-// one stream info request with a subject filter per capture stream.
-func deadLetters(ctx context.Context, js jetstream.JetStream, captures map[string]*jetstream.StreamInfo) (map[string]deadCounts, error) {
+// one stream info request with a subject filter per capture stream, up to
+// workers at a time.
+func deadLetters(ctx context.Context, js jetstream.JetStream, captures map[string]*jetstream.StreamInfo, workers int) (map[string]deadCounts, error) {
 	const prefix = "$JS.EVENT.ADVISORY.CONSUMER."
-	out := map[string]deadCounts{}
-	for source, capture := range captures {
-		st, err := js.Stream(ctx, capture.Config.Name)
+	sources := make([]string, 0, len(captures))
+	for source := range captures {
+		sources = append(sources, source)
+	}
+	found := make([]*deadCounts, len(sources))
+	errs := make([]error, len(sources))
+	parallel(len(sources), workers, func(i int) {
+		source, name := sources[i], captures[sources[i]].Config.Name
+		st, err := js.Stream(ctx, name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			continue
+			return
 		}
 		if err != nil {
-			return nil, fmt.Errorf("stream %q: %w", capture.Config.Name, err)
+			errs[i] = fmt.Errorf("stream %q: %w", name, err)
+			return
 		}
 		info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+"*."+source+".*"))
 		if err != nil {
-			return nil, fmt.Errorf("stream %q: %w", capture.Config.Name, err)
+			errs[i] = fmt.Errorf("stream %q: %w", name, err)
+			return
 		}
 		d := deadCounts{source: source, subjects: info.Config.Subjects, counts: map[string]int64{}}
 		for subject, n := range info.State.Subjects {
@@ -305,7 +314,16 @@ func deadLetters(ctx context.Context, js jetstream.JetStream, captures map[strin
 			}
 			d.counts[strings.TrimPrefix(rest, source+".")] += int64(n)
 		}
-		out[source] = d
+		found[i] = &d
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := map[string]deadCounts{}
+	for i, d := range found {
+		if d != nil {
+			out[sources[i]] = *d
+		}
 	}
 	return out, nil
 }

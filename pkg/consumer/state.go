@@ -1,8 +1,9 @@
 // Package consumer reads JetStream consumers as the delivery state machines
 // they are (delivered cursor, ack floor, unprocessed and ack-pending
 // messages, redeliveries, waiting pulls), classifies each one's health in
-// one word, and waits for a consumer to reach a position. It never
-// consumes, acknowledges or changes anything.
+// one word, names what is wrong with one (Explain), waits for a consumer to
+// reach a position, and moves it (Rewind, Pause, Resume). List, Watcher,
+// Explain and Wait only read: they consume, acknowledge and change nothing.
 package consumer
 
 import (
@@ -173,11 +174,8 @@ func (s *State) Lag() (time.Duration, bool) {
 // letters and health are filled in later (List does).
 func FromInfo(info *jetstream.ConsumerInfo) *State {
 	cfg := info.Config
-	filters := []string{}
-	if cfg.FilterSubject != "" {
-		filters = append(filters, cfg.FilterSubject)
-	}
-	filters = append(filters, cfg.FilterSubjects...)
+	// [] rather than null in JSON when it takes every subject.
+	filters := append([]string{}, FilterSubjects(cfg)...)
 	kind := KindPull
 	if cfg.DeliverSubject != "" {
 		kind = KindPush

@@ -108,7 +108,7 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 	}
 	res := &WaitResult{Stream: cfg.Stream, Consumer: cfg.Consumer, Condition: condition, Polls: 1}
 	if cfg.CaughtUp {
-		target, err := lastMatching(ctx, js, stream.CachedInfo(), FromInfo(info).FilterSubjects)
+		target, err := lastMatching(ctx, js, stream.CachedInfo(), FilterSubjects(info.Config))
 		if err != nil {
 			return nil, err
 		}
@@ -156,12 +156,13 @@ func met(cfg WaitConfig, s *State, target uint64) bool {
 	return false
 }
 
+// consumerInfo reads the consumer, pull or push (readConsumer).
 func consumerInfo(ctx context.Context, stream jetstream.Stream, cfg WaitConfig) (*jetstream.ConsumerInfo, error) {
-	c, err := stream.Consumer(ctx, cfg.Consumer)
+	info, err := readConsumer(ctx, stream, cfg.Consumer)
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, err)
 	}
-	return c.CachedInfo(), nil
+	return info, nil
 }
 
 // lastMatching is the last stream sequence whose subject matches one of
