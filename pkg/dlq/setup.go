@@ -118,6 +118,17 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 			n.DLQ = dlq
 		}
 	}
+	var durable jetstream.Consumer
+	if captureExists {
+		durable, err = js.Consumer(ctx, n.Capture, n.Durable)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
+		case durable.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy:
+			return nil, fmt.Errorf("%w: consumer %q on %q does not ack explicitly", ErrInvalid, n.Durable, n.Capture)
+		}
+	}
 	dlq, err := js.Stream(ctx, n.DLQ)
 	dlqExists := err == nil
 	switch {
@@ -194,7 +205,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 	}
 
 	// The sweep's durable consumer on it.
-	if err := setupDurable(ctx, js, n, cfg.DryRun, replicas, add); err != nil {
+	if err := setupDurable(ctx, js, n, durable, cfg.DryRun, replicas, add); err != nil {
 		return nil, err
 	}
 
@@ -287,32 +298,26 @@ func capturedConsumers(subjects []string) []string {
 	return out
 }
 
-func setupDurable(ctx context.Context, js jetstream.JetStream, n Names, dryRun bool, replicas int, add func(kind, name, action, detail string)) error {
+// setupDurable creates the sweep's durable on the capture stream unless
+// it exists (found, and checked, before any change).
+func setupDurable(ctx context.Context, js jetstream.JetStream, n Names, existing jetstream.Consumer, dryRun bool, replicas int, add func(kind, name, action, detail string)) error {
+	const detail = "explicit ack; its ack floor is the sweep's checkpoint"
 	name := n.Capture + " > " + n.Durable
-	if dryRun {
-		if _, err := js.Consumer(ctx, n.Capture, n.Durable); err == nil {
-			add("consumer", name, ActionExists, "explicit ack; its ack floor is the sweep's checkpoint")
-			return nil
-		}
-		add("consumer", name, ActionWouldCreate, "explicit ack; its ack floor is the sweep's checkpoint")
+	switch {
+	case existing != nil && dryRun:
+		add("consumer", name, ActionExists, detail)
+		return nil
+	case existing != nil:
+		add("consumer", name, ActionExists, fmt.Sprintf("ack floor %d", existing.CachedInfo().AckFloor.Stream))
+		return nil
+	case dryRun:
+		add("consumer", name, ActionWouldCreate, detail)
 		return nil
 	}
-	c, err := js.Consumer(ctx, n.Capture, n.Durable)
-	if err == nil {
-		if c.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy {
-			return fmt.Errorf("%w: consumer %q on %q does not ack explicitly", ErrInvalid, n.Durable, n.Capture)
-		}
-		add("consumer", name, ActionExists, fmt.Sprintf("ack floor %d", c.CachedInfo().AckFloor.Stream))
-		return nil
-	}
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if _, err := js.CreateConsumer(ctx, n.Capture, durableConfig(n.Durable, replicas)); err != nil {
 		return fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
 	}
-	_, err = js.CreateConsumer(ctx, n.Capture, durableConfig(n.Durable, replicas))
-	if err != nil {
-		return fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
-	}
-	add("consumer", name, ActionCreated, "explicit ack; its ack floor is the sweep's checkpoint")
+	add("consumer", name, ActionCreated, detail)
 	return nil
 }
 
