@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -237,12 +237,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 // ValidateSetup refuses names the server would refuse, or that would make
 // the DLQ one of the streams it is made from.
 func ValidateSetup(cfg SetupConfig) error {
-	if err := ValidStreamName(cfg.Stream); err != nil {
+	if err := jsapi.ValidateStreamName(cfg.Stream); err != nil {
 		return fmt.Errorf("%w: --stream: %v", ErrInvalid, err)
 	}
 	n := DefaultNames(cfg.Stream, cfg.DLQStream)
 	if cfg.DLQStream != "" {
-		if err := ValidStreamName(cfg.DLQStream); err != nil {
+		if err := jsapi.ValidateStreamName(cfg.DLQStream); err != nil {
 			return fmt.Errorf("%w: --dlq-stream: %v", ErrInvalid, err)
 		}
 	}
@@ -252,7 +252,7 @@ func ValidateSetup(cfg SetupConfig) error {
 	case n.Capture:
 		return fmt.Errorf("%w: --dlq-stream %q is the advisory capture stream: the DLQ must be another stream", ErrInvalid, n.DLQ)
 	}
-	if err := ValidStreamName(n.Capture); err != nil {
+	if err := jsapi.ValidateStreamName(n.Capture); err != nil {
 		return fmt.Errorf("%w: capture stream: %v", ErrInvalid, err)
 	}
 	if cfg.AllConsumers && len(cfg.Consumers) > 0 {
@@ -261,24 +261,6 @@ func ValidateSetup(cfg SetupConfig) error {
 	for _, c := range cfg.Consumers {
 		if c == "" || strings.ContainsAny(c, ".*> \t\r\n") {
 			return fmt.Errorf("%w: invalid --consumer %q", ErrInvalid, c)
-		}
-	}
-	return nil
-}
-
-// ValidStreamName reports why the server would refuse name as a stream
-// name: empty, too long, or with whitespace, '.', '*', '>', a path
-// separator or a control character.
-func ValidStreamName(name string) error {
-	if name == "" {
-		return errors.New("stream name is empty")
-	}
-	if len(name) > 255 {
-		return fmt.Errorf("stream name %q is longer than 255 bytes", name)
-	}
-	for _, r := range name {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune(".*>/\\", r) {
-			return fmt.Errorf("invalid stream name %q: no whitespace, '.', '*', '>', '/' or '\\'", name)
 		}
 	}
 	return nil
