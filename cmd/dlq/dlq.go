@@ -15,6 +15,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // NewCmd returns `jetctl dlq`.
@@ -146,7 +147,7 @@ func (s streamFlags) validate() error {
 		if f.name == "" {
 			continue
 		}
-		if err := pkgdlq.ValidStreamName(f.name); err != nil {
+		if err := jsapi.ValidateStreamName(f.name); err != nil {
 			return exitcode.UsageErrorf("%s: %v", f.flag, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 type setupOptions struct {
@@ -153,7 +154,7 @@ func validateStream(s string) error {
 	if s == "" {
 		return exitcode.UsageErrorf("--stream is required")
 	}
-	if err := pkgdlq.ValidStreamName(s); err != nil {
+	if err := jsapi.ValidateStreamName(s); err != nil {
 		return exitcode.UsageErrorf("%v", err)
 	}
 	return nil

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -118,6 +118,17 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 			n.DLQ = dlq
 		}
 	}
+	var durable jetstream.Consumer
+	if captureExists {
+		durable, err = js.Consumer(ctx, n.Capture, n.Durable)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
+		case durable.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy:
+			return nil, fmt.Errorf("%w: consumer %q on %q does not ack explicitly", ErrInvalid, n.Durable, n.Capture)
+		}
+	}
 	dlq, err := js.Stream(ctx, n.DLQ)
 	dlqExists := err == nil
 	switch {
@@ -194,7 +205,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 	}
 
 	// The sweep's durable consumer on it.
-	if err := setupDurable(ctx, js, n, cfg.DryRun, replicas, add); err != nil {
+	if err := setupDurable(ctx, js, n, durable, cfg.DryRun, replicas, add); err != nil {
 		return nil, err
 	}
 
@@ -226,12 +237,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 // ValidateSetup refuses names the server would refuse, or that would make
 // the DLQ one of the streams it is made from.
 func ValidateSetup(cfg SetupConfig) error {
-	if err := ValidStreamName(cfg.Stream); err != nil {
+	if err := jsapi.ValidateStreamName(cfg.Stream); err != nil {
 		return fmt.Errorf("%w: --stream: %v", ErrInvalid, err)
 	}
 	n := DefaultNames(cfg.Stream, cfg.DLQStream)
 	if cfg.DLQStream != "" {
-		if err := ValidStreamName(cfg.DLQStream); err != nil {
+		if err := jsapi.ValidateStreamName(cfg.DLQStream); err != nil {
 			return fmt.Errorf("%w: --dlq-stream: %v", ErrInvalid, err)
 		}
 	}
@@ -241,7 +252,7 @@ func ValidateSetup(cfg SetupConfig) error {
 	case n.Capture:
 		return fmt.Errorf("%w: --dlq-stream %q is the advisory capture stream: the DLQ must be another stream", ErrInvalid, n.DLQ)
 	}
-	if err := ValidStreamName(n.Capture); err != nil {
+	if err := jsapi.ValidateStreamName(n.Capture); err != nil {
 		return fmt.Errorf("%w: capture stream: %v", ErrInvalid, err)
 	}
 	if cfg.AllConsumers && len(cfg.Consumers) > 0 {
@@ -250,24 +261,6 @@ func ValidateSetup(cfg SetupConfig) error {
 	for _, c := range cfg.Consumers {
 		if c == "" || strings.ContainsAny(c, ".*> \t\r\n") {
 			return fmt.Errorf("%w: invalid --consumer %q", ErrInvalid, c)
-		}
-	}
-	return nil
-}
-
-// ValidStreamName reports why the server would refuse name as a stream
-// name: empty, too long, or with whitespace, '.', '*', '>', a path
-// separator or a control character.
-func ValidStreamName(name string) error {
-	if name == "" {
-		return errors.New("stream name is empty")
-	}
-	if len(name) > 255 {
-		return fmt.Errorf("stream name %q is longer than 255 bytes", name)
-	}
-	for _, r := range name {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune(".*>/\\", r) {
-			return fmt.Errorf("invalid stream name %q: no whitespace, '.', '*', '>', '/' or '\\'", name)
 		}
 	}
 	return nil
@@ -287,32 +280,26 @@ func capturedConsumers(subjects []string) []string {
 	return out
 }
 
-func setupDurable(ctx context.Context, js jetstream.JetStream, n Names, dryRun bool, replicas int, add func(kind, name, action, detail string)) error {
+// setupDurable creates the sweep's durable on the capture stream unless
+// it exists (found, and checked, before any change).
+func setupDurable(ctx context.Context, js jetstream.JetStream, n Names, existing jetstream.Consumer, dryRun bool, replicas int, add func(kind, name, action, detail string)) error {
+	const detail = "explicit ack; its ack floor is the sweep's checkpoint"
 	name := n.Capture + " > " + n.Durable
-	if dryRun {
-		if _, err := js.Consumer(ctx, n.Capture, n.Durable); err == nil {
-			add("consumer", name, ActionExists, "explicit ack; its ack floor is the sweep's checkpoint")
-			return nil
-		}
-		add("consumer", name, ActionWouldCreate, "explicit ack; its ack floor is the sweep's checkpoint")
+	switch {
+	case existing != nil && dryRun:
+		add("consumer", name, ActionExists, detail)
+		return nil
+	case existing != nil:
+		add("consumer", name, ActionExists, fmt.Sprintf("ack floor %d", existing.CachedInfo().AckFloor.Stream))
+		return nil
+	case dryRun:
+		add("consumer", name, ActionWouldCreate, detail)
 		return nil
 	}
-	c, err := js.Consumer(ctx, n.Capture, n.Durable)
-	if err == nil {
-		if c.CachedInfo().Config.AckPolicy != jetstream.AckExplicitPolicy {
-			return fmt.Errorf("%w: consumer %q on %q does not ack explicitly", ErrInvalid, n.Durable, n.Capture)
-		}
-		add("consumer", name, ActionExists, fmt.Sprintf("ack floor %d", c.CachedInfo().AckFloor.Stream))
-		return nil
-	}
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if _, err := js.CreateConsumer(ctx, n.Capture, durableConfig(n.Durable, replicas)); err != nil {
 		return fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
 	}
-	_, err = js.CreateConsumer(ctx, n.Capture, durableConfig(n.Durable, replicas))
-	if err != nil {
-		return fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
-	}
-	add("consumer", name, ActionCreated, "explicit ack; its ack floor is the sweep's checkpoint")
+	add("consumer", name, ActionCreated, detail)
 	return nil
 }
 

@@ -113,7 +113,8 @@ type item struct {
 	scanned bool
 	// tooLarge: the copy would exceed max_payload; msg is its pointer copy.
 	tooLarge bool
-	// limit names the limit the copy exceeds, for the record's note.
+	// limit names the limit the copy exceeds, for the record's note;
+	// "" is the server's max_payload.
 	limit string
 }
 
@@ -429,7 +430,6 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 		if WireSize(it.msg) > s.js.Conn().MaxPayload() {
 			it.msg, it.tooLarge = PointerCopy(it.msg), true
 		}
-		it.limit = fmt.Sprintf("the server's max_payload (%d bytes)", s.js.Conn().MaxPayload())
 		fut, err := s.js.PublishMsgAsync(it.msg)
 		if err != nil {
 			s.publishSync(work, it)

@@ -211,12 +211,7 @@ func (s *lcs) middleSnake(a0, a1, b0, b1 int) (x, y, u, v int, found bool, err e
 		}
 		// Forward: the furthest reaching d-path on each diagonal k = x-y.
 		for k := -d + fStart; k <= d-fEnd; k += 2 {
-			var px int
-			if k == -d || (k != d && vf[off+k-1] < vf[off+k+1]) {
-				px = vf[off+k+1]
-			} else {
-				px = vf[off+k-1] + 1
-			}
+			px := pathStart(vf, off, k, d)
 			py := px - k
 			sx, sy := px, py
 			for px < n && py < m && s.a[a0+px] == s.b[b0+py] {
@@ -238,12 +233,7 @@ func (s *lcs) middleSnake(a0, a1, b0, b1 int) (x, y, u, v int, found bool, err e
 		// Backward from the end, in reversed coordinates: diagonal k here
 		// is diagonal delta-k forward.
 		for k := -d + bStart; k <= d-bEnd; k += 2 {
-			var px int
-			if k == -d || (k != d && vb[off+k-1] < vb[off+k+1]) {
-				px = vb[off+k+1]
-			} else {
-				px = vb[off+k-1] + 1
-			}
+			px := pathStart(vb, off, k, d)
 			py := px - k
 			sx, sy := px, py
 			for px < n && py < m && s.a[a1-1-px] == s.b[b1-1-py] {
@@ -267,6 +257,18 @@ func (s *lcs) middleSnake(a0, a1, b0, b1 int) (x, y, u, v int, found bool, err e
 		}
 	}
 	return 0, 0, 0, 0, false, nil
+}
+
+// pathStart is the x where the d-path on diagonal k starts, v holding
+// the furthest x of each diagonal (from off): one step down from diagonal
+// k+1 or right from diagonal k-1, whichever reached further. Forward and
+// backward searches step alike; only their snakes and overlap tests
+// mirror each other.
+func pathStart(v []int, off, k, d int) int {
+	if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+		return v[off+k+1]
+	}
+	return v[off+k-1] + 1
 }
 
 // furthest is the point that the forward or the backward search, after
