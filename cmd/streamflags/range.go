@@ -5,9 +5,7 @@
 package streamflags
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -86,7 +84,7 @@ func (r *Range) Validate() error {
 		return exitcode.UsageErrorf("--to-seq %d is before --from-seq %d", r.toSeq, r.fromSeq)
 	}
 	for _, s := range r.subjects {
-		if err := validSubjectFilter(s); err != nil {
+		if err := streamread.ValidateSubject(s); err != nil {
 			return exitcode.UsageErrorf("--subject %q: %v", s, err)
 		}
 	}
@@ -135,24 +133,3 @@ func (r *Range) Config(stream string) (streamread.Config, error) {
 
 // timeHint is what replay's bad --from-time and --to-time suggest.
 const timeHint = "use RFC 3339, e.g. 2026-11-29T02:10:00Z"
-
-func validSubjectFilter(s string) error {
-	if s == "" {
-		return errors.New("empty subject")
-	}
-	if strings.ContainsAny(s, " \t\r\n") {
-		return errors.New("subjects have no white space")
-	}
-	tokens := strings.Split(s, ".")
-	for i, t := range tokens {
-		switch {
-		case t == "":
-			return errors.New("empty token")
-		case t == ">" && i != len(tokens)-1:
-			return errors.New("> must be the last token")
-		case len(t) > 1 && strings.ContainsAny(t, "*>"):
-			return errors.New("wildcards must be whole tokens")
-		}
-	}
-	return nil
-}

@@ -465,7 +465,7 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 	for _, f := range e.filters {
 		canMatch := len(e.stream.Config.Subjects) == 0 // sourced or mirrored: unknown
 		for _, s := range e.stream.Config.Subjects {
-			if subjectsCollide(f, s) {
+			if streamread.SubjectsOverlap(f, s) {
 				canMatch = true
 			}
 		}
@@ -492,20 +492,6 @@ func (e *explainer) filterNoMatch(ctx context.Context) error {
 			map[string]any{"filter": f, "stream_subjects": append([]string{}, e.stream.Config.Subjects...), "stream_msgs": e.stream.State.Msgs, "can_match": canMatch})
 	}
 	return nil
-}
-
-// subjectsCollide reports whether some subject matches both a and b.
-func subjectsCollide(a, b string) bool {
-	ta, tb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(ta) && i < len(tb); i++ {
-		if ta[i] == ">" || tb[i] == ">" {
-			return true
-		}
-		if ta[i] != tb[i] && ta[i] != "*" && tb[i] != "*" {
-			return false
-		}
-	}
-	return len(ta) == len(tb)
 }
 
 func (e *explainer) noWorker() {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 func TestSubjectsCollide(t *testing.T) {
@@ -21,11 +23,11 @@ func TestSubjectsCollide(t *testing.T) {
 		{"a.b", "a.c", false},
 		{"a", "a.b", false},
 	} {
-		if got := subjectsCollide(c.a, c.b); got != c.want {
-			t.Errorf("subjectsCollide(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		if got := streamread.SubjectsOverlap(c.a, c.b); got != c.want {
+			t.Errorf("SubjectsOverlap(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
-		if got := subjectsCollide(c.b, c.a); got != c.want {
-			t.Errorf("subjectsCollide(%q, %q) = %v, want %v", c.b, c.a, got, c.want)
+		if got := streamread.SubjectsOverlap(c.b, c.a); got != c.want {
+			t.Errorf("SubjectsOverlap(%q, %q) = %v, want %v", c.b, c.a, got, c.want)
 		}
 	}
 }

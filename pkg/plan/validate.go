@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/streamread"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -30,38 +31,10 @@ func validAssetName(name string) bool {
 }
 
 // validSubject reports whether s is a valid subject or subject filter.
-func validSubject(s string) bool {
-	if s == "" || strings.ContainsAny(s, " \t\r\n") {
-		return false
-	}
-	tokens := strings.Split(s, ".")
-	for i, t := range tokens {
-		if t == "" {
-			return false
-		}
-		if t == ">" && i != len(tokens)-1 {
-			return false
-		}
-		if len(t) > 1 && strings.ContainsAny(t, "*>") {
-			return false
-		}
-	}
-	return true
-}
+func validSubject(s string) bool { return streamread.ValidateSubject(s) == nil }
 
 // subjectsCollide reports whether some subject matches both filters.
-func subjectsCollide(a, b string) bool {
-	at, bt := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(at) && i < len(bt); i++ {
-		if at[i] == ">" || bt[i] == ">" {
-			return true
-		}
-		if at[i] != bt[i] && at[i] != "*" && bt[i] != "*" {
-			return false
-		}
-	}
-	return len(at) == len(bt)
-}
+func subjectsCollide(a, b string) bool { return streamread.SubjectsOverlap(a, b) }
 
 // subjectSubset reports whether every subject matching filter matches
 // subject.

@@ -1,6 +1,9 @@
 package streamread
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // SubjectMatches reports whether subject matches filter, with the * and >
 // wildcards; an empty filter matches everything.
@@ -70,4 +73,27 @@ func SubjectsOverlap(a, b string) bool {
 		}
 	}
 	return len(at) == len(bt)
+}
+
+// ValidateSubject checks a subject or subject filter as the server would:
+// no white space, no empty token, wildcards as whole tokens, > last.
+func ValidateSubject(s string) error {
+	if s == "" {
+		return errors.New("empty subject")
+	}
+	if strings.ContainsAny(s, " \t\r\n") {
+		return errors.New("subjects have no white space")
+	}
+	tokens := strings.Split(s, ".")
+	for i, t := range tokens {
+		switch {
+		case t == "":
+			return errors.New("empty token")
+		case t == ">" && i != len(tokens)-1:
+			return errors.New("> must be the last token")
+		case len(t) > 1 && strings.ContainsAny(t, "*>"):
+			return errors.New("wildcards must be whole tokens")
+		}
+	}
+	return nil
 }
