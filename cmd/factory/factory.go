@@ -70,7 +70,7 @@ func (f *Factory) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSCert, "tlscert", env("NATS_CERT", ""), "TLS client certificate file ($NATS_CERT)")
 	fs.StringVar(&c.TLSKey, "tlskey", env("NATS_KEY", ""), "TLS client key file ($NATS_KEY)")
 	fs.StringVar(&c.TLSCA, "tlsca", env("NATS_CA", ""), "TLS certificate authority file ($NATS_CA)")
-	fs.BoolVar(&c.TLSFirst, "tlsfirst", tlsFirst, "perform the TLS handshake before the server greeting")
+	fs.BoolVar(&c.TLSFirst, "tlsfirst", tlsFirst, "perform the TLS handshake before the server greeting ($NATS_TLSFIRST)")
 	fs.StringVar(&c.JSDomain, "js-domain", env("NATS_JS_DOMAIN", ""), "JetStream domain ($NATS_JS_DOMAIN)")
 	fs.StringVar(&c.JSAPIPrefix, "js-api-prefix", env("NATS_JS_API_PREFIX", ""), "JetStream API subject prefix ($NATS_JS_API_PREFIX)")
 	DurationVar(fs, &c.Timeout, "timeout", timeout, "time to wait for the server and for each request ($NATS_TIMEOUT)")
