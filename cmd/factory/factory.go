@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,6 +15,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/pkg/natsconn"
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // Factory is built once per process by cmd.Main and handed to every command.
@@ -54,7 +54,7 @@ func (f *Factory) BindFlags(fs *pflag.FlagSet) {
 	}
 	timeout := natsconn.DefaultTimeout
 	if v := f.Getenv("NATS_TIMEOUT"); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
+		if d, err := units.ParseDuration(v); err == nil {
 			timeout = d
 		}
 	}
@@ -70,10 +70,10 @@ func (f *Factory) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSCert, "tlscert", env("NATS_CERT", ""), "TLS client certificate file ($NATS_CERT)")
 	fs.StringVar(&c.TLSKey, "tlskey", env("NATS_KEY", ""), "TLS client key file ($NATS_KEY)")
 	fs.StringVar(&c.TLSCA, "tlsca", env("NATS_CA", ""), "TLS certificate authority file ($NATS_CA)")
-	fs.BoolVar(&c.TLSFirst, "tlsfirst", tlsFirst, "perform the TLS handshake before the server greeting")
+	fs.BoolVar(&c.TLSFirst, "tlsfirst", tlsFirst, "perform the TLS handshake before the server greeting ($NATS_TLSFIRST)")
 	fs.StringVar(&c.JSDomain, "js-domain", env("NATS_JS_DOMAIN", ""), "JetStream domain ($NATS_JS_DOMAIN)")
 	fs.StringVar(&c.JSAPIPrefix, "js-api-prefix", env("NATS_JS_API_PREFIX", ""), "JetStream API subject prefix ($NATS_JS_API_PREFIX)")
-	fs.DurationVar(&c.Timeout, "timeout", timeout, "time to wait for the server and for each request ($NATS_TIMEOUT)")
+	DurationVar(fs, &c.Timeout, "timeout", timeout, "time to wait for the server and for each request ($NATS_TIMEOUT)")
 
 	fs.StringVarP(&f.Output.Format, "output", "o", "", "output format: table, json, jsonl or yaml")
 	fs.StringVar(&f.Output.JQ, "jq", "", "jq program applied to the JSON output")

@@ -4,6 +4,7 @@
 package embedded
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/logger"
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // Config describes the servers to start.
@@ -112,16 +115,17 @@ func Start(cfg Config) (*Cluster, error) {
 	// listen on them, and a busy machine (parallel tests, outgoing
 	// connections taking ephemeral ports) can take one in between: then
 	// the whole cluster starts again on other ports.
-	for attempt := 1; ; attempt++ {
-		err := c.startNodes()
-		if err == nil {
-			break
-		}
-		c.stopNodes()
-		if !errors.Is(err, errRoutePort) || attempt == 5 {
-			c.Shutdown()
-			return nil, err
-		}
+	err := retry.Do(context.Background(), retry.Policy{Attempts: 5, Retryable: isRoutePortTaken},
+		func(context.Context) error {
+			err := c.startNodes()
+			if err != nil {
+				c.stopNodes()
+			}
+			return err
+		})
+	if err != nil {
+		c.Shutdown()
+		return nil, err
 	}
 	if err := c.WaitReady(cfg.ReadyTimeout); err != nil {
 		c.Shutdown()
@@ -170,6 +174,10 @@ func (c *Cluster) stopNodes() {
 
 // errRoutePort: a node could not listen on its route port.
 var errRoutePort = errors.New("route port taken")
+
+func isRoutePortTaken(err error) bool { return errors.Is(err, errRoutePort) }
+
+func isAddressInUse(err error) bool { return strings.Contains(err.Error(), "address already in use") }
 
 func (c *Cluster) startNode(n *node) error {
 	srv, err := server.NewServer(n.opts)
@@ -328,14 +336,9 @@ func (c *Cluster) Restart(i int) error {
 	// reconnecting to it while nothing listened can end up connected to
 	// itself (same source and destination port on loopback) until it gives
 	// up. Try again for a while rather than fail the restart.
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = c.startNode(n)
-		if err == nil || !strings.Contains(err.Error(), "address already in use") || attempt == 40 {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	err := retry.Do(context.Background(),
+		retry.Policy{Attempts: 40, Pause: 250 * time.Millisecond, MaxPause: 250 * time.Millisecond, Retryable: isAddressInUse},
+		func(context.Context) error { return c.startNode(n) })
 	c.mu.Unlock()
 	if err != nil {
 		return err

@@ -1,12 +1,12 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"syscall"
-
-	"errors"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -32,11 +32,12 @@ func checkPort(host string, port int) error {
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		var sysErr interface{ Unwrap() error }
+		// The bare reason, without the "listen tcp host:port" the message
+		// already names.
 		cause := err
-		var opErr *net.OpError
-		if errors.As(err, &opErr) && errors.As(opErr.Err, &sysErr) && sysErr.Unwrap() != nil {
-			cause = sysErr.Unwrap()
+		var sysErr *os.SyscallError
+		if errors.As(err, &sysErr) {
+			cause = sysErr.Err
 		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			cause = errors.New("address already in use")

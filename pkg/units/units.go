@@ -80,20 +80,19 @@ func ParseRate(s string) (float64, error) {
 // FormatDuration writes d the way plan files do: whole days as "7d",
 // otherwise Go's form without zero units ("1h30m", "2m", "30s").
 func FormatDuration(d time.Duration) string {
-	if d == 0 {
+	switch {
+	case d == 0:
 		return "0s"
-	}
-	if d%(day) == 0 {
-		return fmt.Sprintf("%dd", d/(day))
+	case d%day == 0:
+		return fmt.Sprintf("%dd", d/day)
+	case d > day:
+		days := d / day
+		return fmt.Sprintf("%dd%s", days, FormatDuration(d-days*day))
 	}
 	s := d.String()
 	if d >= time.Minute {
 		s = strings.Replace(s, "m0s", "m", 1)
 		s = strings.Replace(s, "h0m", "h", 1)
-	}
-	if d > day {
-		days := d / day
-		return fmt.Sprintf("%dd%s", days, FormatDuration(d-days*day))
 	}
 	return s
 }

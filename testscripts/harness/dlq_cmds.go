@@ -19,21 +19,17 @@ func cmdConsumerAdd(ts *testscript.TestScript, neg bool, args []string) {
 	for i := 0; i < len(args); i++ {
 		switch args[i] {
 		case "--filter":
-			i++
-			cfg.FilterSubject = args[i]
+			cfg.FilterSubject = flagArg(ts, args, &i)
 		case "--max-deliver":
-			i++
-			v, err := strconv.Atoi(args[i])
+			v, err := strconv.Atoi(flagArg(ts, args, &i))
 			ts.Check(err)
 			cfg.MaxDeliver = v
 		case "--max-ack-pending":
-			i++
-			v, err := strconv.Atoi(args[i])
+			v, err := strconv.Atoi(flagArg(ts, args, &i))
 			ts.Check(err)
 			cfg.MaxAckPending = v
 		case "--ack-wait":
-			i++
-			d, err := time.ParseDuration(args[i])
+			d, err := time.ParseDuration(flagArg(ts, args, &i))
 			ts.Check(err)
 			cfg.AckWait = d
 		default:
@@ -65,14 +61,11 @@ func cmdWorker(ts *testscript.TestScript, neg bool, args []string) {
 	for i := 0; i < len(args); i++ {
 		switch args[i] {
 		case "--fail":
-			i++
-			fail = regexp.MustCompile(args[i])
+			fail = regexp.MustCompile(flagArg(ts, args, &i))
 		case "--mode":
-			i++
-			mode = args[i]
+			mode = flagArg(ts, args, &i)
 		case "--until-idle":
-			i++
-			d, err := time.ParseDuration(args[i])
+			d, err := time.ParseDuration(flagArg(ts, args, &i))
 			ts.Check(err)
 			idle = d
 		default:
@@ -110,4 +103,14 @@ func cmdWorker(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Check(nc.Flush())
 	fmt.Fprintf(ts.Stdout(), "worker: acked %d, failed %d\n", acked, failed)
+}
+
+// flagArg returns the value of the flag at args[*i] and moves *i onto it;
+// a flag without a value fails the script instead of panicking.
+func flagArg(ts *testscript.TestScript, args []string, i *int) string {
+	*i++
+	if *i >= len(args) {
+		ts.Fatalf("%s needs a value", args[*i-1])
+	}
+	return args[*i]
 }
