@@ -45,13 +45,7 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 	if leaderWait <= 0 {
 		leaderWait = DefaultLeaderWait
 	}
-	// Ends the name listers left undrained when a listing fails.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	live := &Live{Streams: map[string]*jetstream.StreamInfo{}, Consumers: map[string]map[string]*jetstream.ConsumerInfo{}}
-	// The names, which the meta leader answers alone, are asked for while
-	// the infos are listed.
-	names := js.StreamNames(ctx)
 	lister := js.ListStreams(ctx)
 	for si := range lister.Info() {
 		live.Streams[si.Config.Name] = si
@@ -59,6 +53,7 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 	if err := lister.Err(); err != nil {
 		return nil, fmt.Errorf("listing streams: %w", err)
 	}
+	names := js.StreamNames(ctx)
 	var leftOut []string
 	for name := range names.Name() {
 		if live.Streams[name] == nil {
@@ -130,9 +125,6 @@ func listConsumers(ctx context.Context, js jetstream.JetStream, stream string, l
 	if err != nil {
 		return nil, err
 	}
-	// As with streams: a consumer without a leader is left out of the
-	// list, so its names are asked for at the same time.
-	names := s.ConsumerNames(ctx)
 	lister := s.ListConsumers(ctx)
 	for ci := range lister.Info() {
 		out[ci.Name] = ci
@@ -140,6 +132,8 @@ func listConsumers(ctx context.Context, js jetstream.JetStream, stream string, l
 	if err := lister.Err(); err != nil {
 		return nil, fmt.Errorf("%s: listing consumers: %w", label, err)
 	}
+	// As with streams: a consumer without a leader is left out of the list.
+	names := s.ConsumerNames(ctx)
 	var leftOut []string
 	for name := range names.Name() {
 		if out[name] == nil {
