@@ -155,17 +155,6 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	for _, r := range desired.Resources {
 		wanted[r.StreamName()] = true
 	}
-	// The server's limits do not depend on what it holds: read them while
-	// the streams and consumers are listed.
-	type limits struct {
-		ServerLimits
-		err error
-	}
-	limc := make(chan limits, 1)
-	go func() {
-		lim, err := FetchServerLimits(ctx, js)
-		limc <- limits{lim, err}
-	}()
 	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.Prune || wanted[stream] }, opts.LeaderWait)
 	if err != nil {
 		return nil, nil, err
@@ -177,11 +166,11 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	if err := assessDataLoss(ctx, js, p, live); err != nil {
 		return nil, nil, err
 	}
-	lim := <-limc
-	if lim.err != nil {
-		return nil, nil, lim.err
+	lim, err := FetchServerLimits(ctx, js)
+	if err != nil {
+		return nil, nil, err
 	}
-	if problems := CheckServer(p, live, lim.ServerLimits); len(problems) > 0 {
+	if problems := CheckServer(p, live, lim); len(problems) > 0 {
 		return nil, nil, &RefusedError{Problems: problems}
 	}
 	return p, live, nil
