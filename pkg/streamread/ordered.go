@@ -209,6 +209,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	// missed: after one, pull requests may be lost and the consumer gone.
 	reconnected := nc.StatusChanged(nats.CONNECTED)
 	defer nc.RemoveStatusListener(reconnected)
+	reconnects := nc.Stats().Reconnects
 	cons, err := stream.CreateConsumer(ctx, p.Consumer)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Label, err)
@@ -386,6 +387,12 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	for {
 		select {
 		case err := <-result:
+			// A consumer lost across a reconnect (a 503 after a server
+			// restart) is the reconnect: the status listener may not
+			// have been told yet, but the counter already moved.
+			if errors.Is(err, errRestart) && nc.Stats().Reconnects > reconnects {
+				return errReconnected
+			}
 			return err
 		case <-ctx.Done():
 			return abort(ctx.Err())
