@@ -1,0 +1,110 @@
+// Package migrate moves a stream to a new home without losing a message or
+// a consumer position: to a config the server cannot reach in place
+// (retention to or from workqueue, storage type, ...), to another name, or
+// to another server or JetStream domain.
+//
+// One move (a hop) is:
+//
+//  1. copy: the target is created as a mirror of the source (the server
+//     copies, keeping sequences, timestamps and headers) with the target's
+//     config; the run's state is kept in the target's metadata, so a rerun
+//     continues where a killed run stopped. While the copy catches up the
+//     source keeps taking writes.
+//  2. verify: the copied prefix is compared with the source message by
+//     message, still with no outage.
+//  3. cutover (only when asked): the source's consumers are paused and its
+//     subjects are taken off it (publishes get no stream: the write outage
+//     starts), the mirror copies the last messages, deletions the source
+//     made since the copy are applied to the target, and the tail and the
+//     message sets are verified; then the consumers are recreated on the
+//     target with their configs and positions, the source is deleted and
+//     the target is promoted (its mirror removed, the subjects added: the
+//     outage ends).
+//
+// Replacing a stream under its own name takes two hops through a
+// temporary stream, since two streams cannot share a name.
+package migrate
+
+import (
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Endpoint is one side of a move.
+type Endpoint struct {
+	JS jetstream.JetStream
+	// Domain is the JetStream domain of the server this side talks to, ""
+	// for none. A target in another domain mirrors the source through
+	// $JS.<Domain>.API.
+	Domain string
+}
+
+// Config is one move.
+type Config struct {
+	// Stream is the source stream.
+	Stream string
+	// Target is the stream's name at the destination; "" is Stream.
+	Target string
+	// TargetConfig is the target's config; nil is the source's. Its name is
+	// set to Target; its subjects are taken at the cutover.
+	TargetConfig *jetstream.StreamConfig
+	// Cutover moves the subjects and consumers to the target and deletes
+	// the source once the target is verified. Without it the target stays
+	// a verified, live mirror of the source.
+	Cutover bool
+	// DryRun checks everything and returns what would be done.
+	DryRun bool
+	// Progress, if set, is called while the copy catches up.
+	Progress func(Progress)
+}
+
+// Progress is the state of the copy.
+type Progress struct {
+	Phase  string  `json:"phase"`
+	Copied uint64  `json:"copied"`
+	Total  uint64  `json:"total"`
+	Rate   float64 `json:"rate"`
+	Lag    uint64  `json:"lag"`
+}
+
+// ConsumerMove is one consumer recreated on the target.
+type ConsumerMove struct {
+	Name string `json:"name"`
+	// AckFloor is the last stream sequence acknowledged in order; the
+	// consumer delivers again from AckFloor+1.
+	AckFloor uint64 `json:"ack_floor"`
+	// Pending is how many messages were delivered and not acknowledged:
+	// they are delivered again.
+	Pending int `json:"pending"`
+}
+
+// Summary is what a move did.
+type Summary struct {
+	Stream    string         `json:"stream"`
+	Target    string         `json:"target"`
+	Mechanism string         `json:"mechanism"`
+	Messages  uint64         `json:"messages"`
+	Bytes     uint64         `json:"bytes"`
+	FirstSeq  uint64         `json:"first_seq"`
+	LastSeq   uint64         `json:"last_seq"`
+	Consumers []ConsumerMove `json:"consumers"`
+	Verified  bool           `json:"verified"`
+	Cutover   bool           `json:"cutover"`
+	Resumed   bool           `json:"resumed"`
+	DryRun    bool           `json:"dry_run"`
+	// WriteOutage is the time from taking the subjects off the source to
+	// the target taking them (zero without a cutover).
+	WriteOutage time.Duration `json:"write_outage_ns"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+}
+
+var (
+	// ErrVerify: the target differs from the source; the source is kept.
+	ErrVerify = errors.New("verification failed")
+	// ErrBusy: another migration of the stream is running.
+	ErrBusy = errors.New("another migration of the stream is running")
+	// ErrTargetExists: the target exists and is not this migration's.
+	ErrTargetExists = errors.New("target stream exists")
+)
