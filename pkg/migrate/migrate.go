@@ -91,9 +91,12 @@ type Summary struct {
 	LastSeq   uint64         `json:"last_seq"`
 	Consumers []ConsumerMove `json:"consumers"`
 	Verified  bool           `json:"verified"`
-	Cutover   bool           `json:"cutover"`
-	Resumed   bool           `json:"resumed"`
-	DryRun    bool           `json:"dry_run"`
+	// Digest is a SHA-256 over every message verified (sequence, subject,
+	// headers, payload, timestamp), the same on both sides.
+	Digest  string `json:"digest,omitempty"`
+	Cutover bool   `json:"cutover"`
+	Resumed bool   `json:"resumed"`
+	DryRun  bool   `json:"dry_run"`
 	// WriteOutage is the time from taking the subjects off the source to
 	// the target taking them (zero without a cutover).
 	WriteOutage time.Duration `json:"write_outage_ns"`
