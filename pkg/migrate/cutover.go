@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/logctx"
 )
 
 // phaseHeld: the first hop of a replacement is done; its consumers wait,
@@ -49,6 +51,10 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 		}
 	}
 	outageStart := time.Now()
+	log := logctx.From(ctx)
+	step := func(what string) {
+		log.Debug("cutover", "stream", m.srcName, "step", what, "since_start", time.Since(outageStart))
+	}
 	// 2. Pause the consumers, take the subjects off the source: the
 	// write outage starts.
 	for _, c := range st.Consumers {
@@ -68,6 +74,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 			return nil, err
 		}
 	}
+	step("subjects held")
 	// 3. Where each consumer is, now that nothing is delivered.
 	for i, c := range st.Consumers {
 		ci, err := consumerInfo(ctx, m.src.JS, m.srcName, c.Config.Name)
@@ -82,17 +89,20 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
 		return nil, err
 	}
+	step("positions saved")
 	// 4. The last messages, the deletions, the comparison.
 	sfinal, deleted, err := m.settle(ctx)
 	if err != nil {
 		return nil, err
 	}
+	step("settled")
 	if err := m.verifyFinal(ctx, sfinal, deleted); err != nil {
 		if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
 			return nil, fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
 		}
 		return nil, err
 	}
+	step("verified")
 	// 5. The consumers, paused, on the target.
 	tinfo, err = streamInfo(ctx, m.dst.JS, m.dstName)
 	if err != nil {
@@ -103,6 +113,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 			return nil, err
 		}
 	}
+	step("consumers seated")
 	// 6. Promote: the target takes the subjects; the outage ends.
 	st.Phase = phasePromoted
 	final := st.Final
@@ -167,7 +178,7 @@ func (m *mover) settle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]b
 				}
 			}
 		}
-		tinfo, err := m.waitCopied(ctx, "catching up", lastPresent, sinfo.State.LastSeq)
+		tinfo, err := m.waitCopied(ctx, "catching up", lastPresent, sinfo.State.LastSeq, cutoverPoll)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -308,6 +319,10 @@ func (m *mover) abandon(ctx context.Context, st *state) error {
 	}
 	c := sinfo.Config
 	c.Subjects = st.SourceSubjects
+	if st.SourceDirectOff {
+		c.AllowDirect = false
+		st.SourceDirectOff = false
+	}
 	if _, err := updateStream(ctx, m.src.JS, c); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
 
@@ -18,8 +19,12 @@ import (
 // another host (a holder that died on this host is taken over at once).
 const LockTTL = 30 * time.Second
 
-// pollEvery is how often the copy's progress is looked at.
-const pollEvery = 100 * time.Millisecond
+// pollEvery is how often the copy's progress is looked at; cutoverPoll
+// during the cutover, when writes wait for it.
+const (
+	pollEvery   = 100 * time.Millisecond
+	cutoverPoll = 2 * time.Millisecond
+)
 
 // PlaceholderSubject is what the source listens on during a cutover: its
 // own subjects are free for the target, and nothing else publishes here.
@@ -196,10 +201,16 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 	}
 	tinfo := ti.CachedInfo()
 	if st.Phase == phaseCopying {
+		if sinfo, err = m.directOn(ctx, sinfo, st); err != nil {
+			return nil, err
+		}
 		if err := m.copyAndVerify(ctx, sinfo); err != nil {
 			return nil, err
 		}
 		if !m.cfg.Cutover {
+			if err := m.directOff(ctx, st); err != nil {
+				return nil, err
+			}
 			return m.finishCopy(ctx)
 		}
 	}
@@ -284,32 +295,95 @@ func (m *mover) create(ctx context.Context, si *jetstream.StreamInfo) (jetstream
 }
 
 // copyAndVerify waits for the mirror to copy what the source holds now,
-// then compares the copy with the source, message by message.
+// then compares the copy with the source, message by message; while the
+// source keeps taking writes it goes round again, so that the cutover has
+// only a short tail left to compare.
 func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) error {
-	want := si.State.LastSeq
-	if si.State.Msgs == 0 {
-		want = 0
-	} else if _, err := getMsg(ctx, m.src.JS, m.srcName, want); err != nil {
-		// The last sequence was deleted: wait for the last one stored.
-		want = 0
+	for round := 0; ; round++ {
+		want := si.State.LastSeq
+		if si.State.Msgs == 0 {
+			want = 0
+		} else if _, err := getMsg(ctx, m.src.JS, m.srcName, want); err != nil {
+			// The last sequence was deleted: wait for the last one stored.
+			want = 0
+		}
+		tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
+		if err != nil {
+			return err
+		}
+		to := min(tinfo.State.LastSeq, si.State.LastSeq)
+		from := max(si.State.FirstSeq, m.verified+1)
+		if to >= from {
+			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+			if err := m.readBoth(ctx, from, to); err != nil {
+				return err
+			}
+			if what, ok := comparePrefix(m.srcHashes[srcN:], m.dstHashes[dstN:]); !ok {
+				return &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+			}
+			m.verified = to
+		}
+		logctx.From(ctx).Debug("live round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)
+		if !m.cfg.Cutover || round >= maxLiveRounds {
+			return nil
+		}
+		if si, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
+			return err
+		}
+		if si.State.LastSeq <= m.verified+shortTail {
+			return nil
+		}
 	}
-	tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq)
+}
+
+// A cutover starts once the unverified tail is at most shortTail messages
+// long, or after maxLiveRounds rounds of copying and comparing.
+const (
+	shortTail     = 2000
+	maxLiveRounds = 5
+)
+
+// directOn turns allow_direct on at a workqueue or interest source, so
+// that it can be read without a consumer (a consumer would disturb it),
+// and notes it in the state.
+func (m *mover) directOn(ctx context.Context, si *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
+	if si.Config.AllowDirect || si.Config.Retention == jetstream.LimitsPolicy {
+		return si, nil
+	}
+	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return nil, err
+	}
+	st.SourceDirectOff = true
+	if _, err := saveState(ctx, m.dst.JS, ti, st); err != nil {
+		return nil, err
+	}
+	c := si.Config
+	c.AllowDirect = true
+	return updateStream(ctx, m.src.JS, c)
+}
+
+// directOff undoes directOn.
+func (m *mover) directOff(ctx context.Context, st *state) error {
+	if !st.SourceDirectOff {
+		return nil
+	}
+	si, err := streamInfo(ctx, m.src.JS, m.srcName)
 	if err != nil {
 		return err
 	}
-	to := min(tinfo.State.LastSeq, si.State.LastSeq)
-	if to == 0 {
-		return nil
-	}
-	from := si.State.FirstSeq
-	if err := m.readBoth(ctx, from, to); err != nil {
+	c := si.Config
+	c.AllowDirect = false
+	if _, err := updateStream(ctx, m.src.JS, c); err != nil {
 		return err
 	}
-	if what, ok := comparePrefix(m.srcHashes, m.dstHashes); !ok {
-		return &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+	st.SourceDirectOff = false
+	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return err
 	}
-	m.verified = to
-	return nil
+	_, err = saveState(ctx, m.dst.JS, ti, st)
+	return err
 }
 
 // readBoth hashes from..to of the source and of the target, appending.
@@ -338,7 +412,7 @@ func (m *mover) readBoth(ctx context.Context, from, to uint64) error {
 
 // waitCopied waits until the target holds seq want (or, with want 0,
 // until its mirror reports no lag twice in a row), reporting progress.
-func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64) (*jetstream.StreamInfo, error) {
+func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64, every time.Duration) (*jetstream.StreamInfo, error) {
 	start, startSeq := time.Now(), uint64(0)
 	idle := 0
 	for first := true; ; first = false {
@@ -373,7 +447,7 @@ func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64
 		} else {
 			idle = 0
 		}
-		if err := retry.Sleep(ctx, pollEvery); err != nil {
+		if err := retry.Sleep(ctx, every); err != nil {
 			return nil, err
 		}
 	}

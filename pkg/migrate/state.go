@@ -32,6 +32,10 @@ type state struct {
 	// SourceSubjects are the source's subjects, given back if a cutover
 	// is abandoned.
 	SourceSubjects []string `json:"source_subjects,omitempty"`
+	// SourceDirectOff: the move turned allow_direct on at the source (to
+	// read a workqueue or interest stream without a consumer); it is
+	// turned off again when the source stays.
+	SourceDirectOff bool `json:"source_direct_off,omitempty"`
 	// Consumers are the source's durables as the cutover found them.
 	Consumers []savedConsumer `json:"consumers,omitempty"`
 	// OutageStart is when the source's subjects were taken off it.
