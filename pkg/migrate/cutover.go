@@ -75,6 +75,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 		}
 	}
 	step("subjects held")
+	m.at("held")
 	// 3. Where each consumer is, now that nothing is delivered.
 	for i, c := range st.Consumers {
 		ci, err := consumerInfo(ctx, m.src.JS, m.srcName, c.Config.Name)
@@ -114,6 +115,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 		}
 	}
 	step("consumers seated")
+	m.at("seated")
 	// 6. Promote: the target takes the subjects; the outage ends.
 	st.Phase = phasePromoted
 	final := st.Final
@@ -129,6 +131,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	if tinfo, err = updateStream(ctx, m.dst.JS, final); err != nil {
 		return nil, fmt.Errorf("promoting %q: %w", m.dstName, err)
 	}
+	m.at("promoted")
 	if !st.OutageStart.IsZero() && m.sum.Resumed {
 		m.sum.WriteOutage = time.Since(st.OutageStart).Round(time.Microsecond)
 	} else {

@@ -58,6 +58,10 @@ type Config struct {
 	DryRun bool
 	// Progress, if set, is called while the copy catches up.
 	Progress func(Progress)
+	// AtStep, if set, is called at each step a killed run must be able to
+	// continue from: "created", "held" (subjects off the source),
+	// "seated" (consumers on the target), "promoted". For tests.
+	AtStep func(step string)
 }
 
 // Progress is the state of the copy.

@@ -19,6 +19,10 @@ import (
 // another host (a holder that died on this host is taken over at once).
 const LockTTL = 30 * time.Second
 
+// LockKey is the lease key of a migration of stream (in jetctl's lease
+// bucket on the source's server).
+func LockKey(stream string) string { return "migrate." + stream }
+
 // pollEvery is how often the copy's progress is looked at; cutoverPoll
 // during the cutover, when writes wait for it.
 const (
@@ -182,7 +186,7 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		return m.sum, nil
 	}
 	if !m.hop.lockHeld {
-		lock, err := dlq.AcquireLock(ctx, m.src.JS, "migrate."+m.srcName, LockTTL, "jetctl migrate unlock --stream "+m.srcName)
+		lock, err := dlq.AcquireLock(ctx, m.src.JS, LockKey(m.srcName), LockTTL, "jetctl migrate unlock --stream "+m.srcName)
 		if err != nil {
 			if errors.Is(err, dlq.ErrLocked) {
 				return nil, fmt.Errorf("%w: %v", ErrBusy, err)
@@ -198,6 +202,7 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		if ti, st, err = m.create(ctx, sinfo); err != nil {
 			return nil, err
 		}
+		m.at("created")
 	}
 	tinfo := ti.CachedInfo()
 	if st.Phase == phaseCopying {
@@ -225,6 +230,12 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 func withName(c jetstream.StreamConfig, name string) jetstream.StreamConfig {
 	c.Name = name
 	return c
+}
+
+func (m *mover) at(step string) {
+	if m.cfg.AtStep != nil {
+		m.cfg.AtStep(step)
+	}
 }
 
 // finalConfig is the target's config once promoted.

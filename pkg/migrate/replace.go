@@ -16,6 +16,8 @@ import (
 type ReplaceOptions struct {
 	DryRun   bool
 	Progress func(Progress)
+	// AtStep is Config.AtStep, with the move's number: "1:held".
+	AtStep func(step string)
 }
 
 // Estimate is what replacing a stream would move, for a plan.
@@ -71,7 +73,7 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 	}
 	secondOnly := (xok && xst != nil && xst.Source == tmp) || (!xok && tok && tst != nil && tst.Phase == phaseHeld)
 	if !opts.DryRun {
-		lock, err := dlq.AcquireLock(ctx, js, "migrate."+name, LockTTL, "jetctl migrate unlock --stream "+name)
+		lock, err := dlq.AcquireLock(ctx, js, LockKey(name), LockTTL, "jetctl migrate unlock --stream "+name)
 		if err != nil {
 			if errors.Is(err, dlq.ErrLocked) {
 				return nil, fmt.Errorf("%w: %v", ErrBusy, err)
@@ -89,7 +91,7 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		tcfg := cfg
 		tcfg.Name = tmp
 		tcfg.AllowDirect = true // read by the second move
-		first, err = stream(ctx, ep, ep, Config{Stream: name, Target: tmp, TargetConfig: &tcfg, Cutover: true, DryRun: opts.DryRun, Progress: opts.Progress}, hop{lockHeld: true, hold: true})
+		first, err = stream(ctx, ep, ep, Config{Stream: name, Target: tmp, TargetConfig: &tcfg, Cutover: true, DryRun: opts.DryRun, Progress: opts.Progress, AtStep: numbered(opts.AtStep, 1)}, hop{lockHeld: true, hold: true})
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +100,7 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 			return first, nil
 		}
 	}
-	second, err := stream(ctx, ep, ep, Config{Stream: tmp, Target: name, TargetConfig: &cfg, Cutover: true, Progress: opts.Progress}, h)
+	second, err := stream(ctx, ep, ep, Config{Stream: tmp, Target: name, TargetConfig: &cfg, Cutover: true, Progress: opts.Progress, AtStep: numbered(opts.AtStep, 2)}, h)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +115,13 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		second.Resumed = true
 	}
 	return second, nil
+}
+
+func numbered(f func(string), n int) func(string) {
+	if f == nil {
+		return nil
+	}
+	return func(step string) { f(fmt.Sprintf("%d:%s", n, step)) }
 }
 
 // stateOf returns a stream's move state, and whether the stream exists.
