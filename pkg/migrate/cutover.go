@@ -251,9 +251,11 @@ func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, de
 	if err := m.readBoth(ctx, from, sinfo.State.LastSeq); err != nil {
 		return err
 	}
-	if what, ok := compareExact(m.srcHashes[srcN:], m.dstHashes[dstN:]); !ok {
-		return fail("%s", what)
+	src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], true)
+	if err != nil {
+		return err
 	}
+	m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
 	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
 	if err != nil {
 		return err
@@ -287,6 +289,14 @@ func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, de
 	tdel := map[uint64]bool{}
 	for _, d := range t.Deleted {
 		tdel[d] = true
+	}
+	// A replica behind its leader may have answered a direct get without a
+	// message: read what the lists lack from the leaders.
+	if m.srcHashes, err = fillGaps(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted); err != nil {
+		return err
+	}
+	if m.dstHashes, err = fillGaps(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel); err != nil {
+		return err
 	}
 	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)
 	td, tn := digest(m.dstHashes, t.FirstSeq, tdel)

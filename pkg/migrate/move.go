@@ -329,9 +329,11 @@ func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) err
 			if err := m.readBoth(ctx, from, to); err != nil {
 				return err
 			}
-			if what, ok := comparePrefix(m.srcHashes[srcN:], m.dstHashes[dstN:]); !ok {
-				return &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+			src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
+			if err != nil {
+				return err
 			}
+			m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
 			m.verified = to
 		}
 		logctx.From(ctx).Debug("live round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)

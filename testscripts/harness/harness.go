@@ -89,6 +89,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"consumer-next":   cmdConsumerNext,
 		"poison-worker":   cmdPoisonWorker,
 		"consumer-leader": cmdConsumerLeader,
+		"stepdown":        cmdStepdown,
 	}
 }
 
