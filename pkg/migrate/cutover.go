@@ -185,10 +185,14 @@ func (m *mover) settle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]b
 		if err != nil {
 			return nil, nil, err
 		}
-		if lastPresent == 0 && tinfo.State.LastSeq < sinfo.State.LastSeq {
-			// Nothing stored in the source: wait for the mirror to have seen
-			// its end (its lag reported zero), then empty the target.
-			lastPresent = tinfo.State.LastSeq
+		if tinfo.State.LastSeq < sinfo.State.LastSeq && round < 10 {
+			carried, err := m.carryEnd(ctx, sinfo)
+			if err != nil {
+				return nil, nil, err
+			}
+			if carried {
+				continue
+			}
 		}
 		changed, err := m.applyDeletes(ctx, sinfo, deleted)
 		if err != nil {
@@ -198,6 +202,51 @@ func (m *mover) settle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]b
 			return sinfo, deleted, nil
 		}
 	}
+}
+
+// carryEnd brings the target's last sequence up to the source's when the
+// source's last messages were deleted (a mirror copies only what is
+// stored, so its next sequence would be lower than the source's): it
+// publishes a marker to the source's placeholder subject, waits for the
+// mirror to copy it, and deletes it from both. It does nothing, and the
+// consumers are seated no further than the target's end, when the marker
+// could push a message out of the source (at its message or byte limit),
+// could not be deleted, or would not be kept (interest retention).
+func (m *mover) carryEnd(ctx context.Context, sinfo *jetstream.StreamInfo) (bool, error) {
+	c, st := sinfo.Config, sinfo.State
+	if c.Retention == jetstream.InterestPolicy || c.DenyDelete || c.Sealed ||
+		(c.MaxMsgs > 0 && int64(st.Msgs) >= c.MaxMsgs) || (c.MaxBytes > 0 && int64(st.Bytes)+1024 > c.MaxBytes) {
+		return false, nil
+	}
+	ack, err := m.src.JS.Publish(ctx, PlaceholderSubject(m.srcName), nil,
+		jetstream.WithExpectStream(m.srcName), jetstream.WithExpectLastSequence(st.LastSeq))
+	if err != nil {
+		return false, fmt.Errorf("stream %q: marking its end: %w", m.srcName, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, werr := m.waitCopied(wctx, "catching up", ack.Sequence, ack.Sequence, cutoverPoll)
+	cancel()
+	s, err := m.src.JS.Stream(ctx, m.srcName)
+	if err != nil {
+		return false, err
+	}
+	if err := s.DeleteMsg(ctx, ack.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("stream %q: deleting the end marker: %w", m.srcName, err)
+	}
+	if werr != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, nil
+	}
+	t, err := m.dst.JS.Stream(ctx, m.dstName)
+	if err != nil {
+		return false, err
+	}
+	if err := t.DeleteMsg(ctx, ack.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("stream %q: deleting the end marker: %w", m.dstName, err)
+	}
+	return true, nil
 }
 
 // applyDeletes removes from the target what the source no longer holds:

@@ -147,3 +147,60 @@ func TestMoveWithCutoverKeepsMessagesAndPositions(t *testing.T) {
 		})
 	}
 }
+
+// A source whose last messages were deleted (a drained work queue): the
+// target continues at the source's next sequence, not below it.
+func TestMoveKeepsTheNextSequenceAfterTrailingDeletes(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx(t), "JOBS", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "jobs.a", 30)
+	b, err := c.Fetch(30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range b.Messages() {
+		md, _ := m.Metadata()
+		if md.Sequence.Stream > 10 { // 1..10 stay, 11..30 are done
+			if err := m.DoubleAck(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := m.Nak(); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	sum, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: js}, migrate.Endpoint{JS: js}, migrate.Config{Stream: "JOBS", Target: "JOBS2", Cutover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Messages != 10 {
+		t.Fatalf("moved %d messages, want 10", sum.Messages)
+	}
+	ack, err := js.Publish(ctx(t), "jobs.a", []byte("next"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Stream != "JOBS2" || ack.Sequence <= 30 {
+		t.Fatalf("next publish %+v: want JOBS2 after seq 30", ack)
+	}
+	for seq := uint64(1); seq <= 10; seq++ {
+		if _, err := getMsg(t, js, "JOBS2", seq); err != nil {
+			t.Fatalf("seq %d: %v", seq, err)
+		}
+	}
+}
+
+func getMsg(t *testing.T, js jetstream.JetStream, stream string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	s, err := js.Stream(ctx(t), stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.GetMsg(ctx(t), seq)
+}
