@@ -1,12 +1,15 @@
 package migrate_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 	"github.com/jetctl/jetctl/pkg/migrate"
 )
@@ -203,4 +206,28 @@ func getMsg(t *testing.T, js jetstream.JetStream, stream string, seq uint64) (*j
 		return nil, err
 	}
 	return s.GetMsg(ctx(t), seq)
+}
+
+// A second migration of a stream while one runs is refused.
+func TestMoveRefusedWhileAnotherRuns(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := dlq.AcquireLock(ctx(t), js, migrate.LockKey("ORDERS"), time.Minute, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(context.Background())
+	_, err = migrate.Stream(ctx(t), migrate.Endpoint{JS: js}, migrate.Endpoint{JS: js}, migrate.Config{Stream: "ORDERS", Target: "ORDERS2"})
+	if !errors.Is(err, migrate.ErrBusy) {
+		t.Fatalf("err %v, want ErrBusy", err)
+	}
+	if _, err := js.Stream(ctx(t), "ORDERS2"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("target created: %v", err)
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Retention: jetstream.WorkQueuePolicy}
+	if _, err := migrate.Replace(ctx(t), js, cfg, migrate.ReplaceOptions{}); !errors.Is(err, migrate.ErrBusy) {
+		t.Fatalf("Replace: err %v, want ErrBusy", err)
+	}
 }
