@@ -210,7 +210,13 @@ func ackSync(t *testing.T, ms ...jetstream.Msg) {
 
 func consumerInfo(t *testing.T, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
 	t.Helper()
+	var c interface {
+		Info(context.Context) (*jetstream.ConsumerInfo, error)
+	}
 	c, err := js.Consumer(ctx(t), stream, name)
+	if errors.Is(err, jetstream.ErrNotPullConsumer) {
+		c, err = js.PushConsumer(ctx(t), stream, name)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,5 +379,258 @@ func TestFactConsumerResetDeliverPolicies(t *testing.T) {
 				t.Errorf("reset to the ack floor: %v", err)
 			}
 		})
+	}
+}
+
+// A push consumer takes a reset too: the pending deliveries are dropped
+// and N comes next, with consumer sequence 1.
+func TestFactConsumerResetPush(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	nc := js.Conn()
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 10)
+	sub, err := nc.SubscribeSync("dlv.P")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	// MaxAckPending 5 and no acks: exactly 1..5 are pushed before the reset.
+	if _, err := js.CreatePushConsumer(ctx(t), "S", jetstream.ConsumerConfig{Durable: "P", DeliverSubject: "dlv.P", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxAckPending: 5}); err != nil {
+		t.Fatal(err)
+	}
+	next := func() (stream, consumer uint64) {
+		t.Helper()
+		m, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md.Sequence.Stream, md.Sequence.Consumer
+	}
+	for want := uint64(1); want <= 5; want++ {
+		if s, _ := next(); s != want {
+			t.Fatalf("push delivered %d, want %d", s, want)
+		}
+	}
+	if _, err := js.ResetConsumerToSequence(ctx(t), "S", "P", 3); err != nil {
+		t.Fatalf("reset of a push consumer: %v", err)
+	}
+	if s, c := next(); s != 3 || c != 1 {
+		t.Errorf("after reset to 3 pushed stream seq %d consumer seq %d, want 3 and 1", s, c)
+	}
+}
+
+// On a workqueue stream a reset below the acked (removed) messages
+// delivers the first message still there.
+func TestFactConsumerResetWorkqueue(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "W", Subjects: []string{"w.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "w.a", 10)
+	c, err := js.CreateConsumer(ctx(t), "W", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := fetch(t, c, 10, 5*time.Second)
+	ackSync(t, ms[0], ms[1], ms[3]) // 1, 2, 4: removed
+	if _, err := js.ResetConsumerToSequence(ctx(t), "W", "C", 1); err != nil {
+		t.Fatalf("reset on a workqueue stream: %v", err)
+	}
+	ci := consumerInfo(t, js, "W", "C")
+	if ci.AckFloor.Stream != 0 || ci.NumPending != 7 || ci.NumAckPending != 0 {
+		t.Errorf("after reset to 1: ack floor %d pending %d ack pending %d, want 0, 7, 0", ci.AckFloor.Stream, ci.NumPending, ci.NumAckPending)
+	}
+	ms = fetch(t, c, 2, 5*time.Second)
+	if got := seqs(t, ms); fmt.Sprint(got) != "[3 5]" {
+		t.Errorf("after reset to 1 delivered %v, want [3 5]", got)
+	}
+}
+
+// On an interest stream a reset acknowledges for that consumer whatever
+// lies below the new position: messages no other consumer wants are
+// removed at once. Consumers must all exist before any is reset.
+func TestFactConsumerResetInterestRemoves(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	s, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "I", Subjects: []string{"i.>"}, Retention: jetstream.InterestPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"A", "B"} {
+		if _, err := js.CreateConsumer(ctx(t), "I", jetstream.ConsumerConfig{Durable: n, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(t, js, "i.a", 10)
+	if _, err := js.ResetConsumerToSequence(ctx(t), "I", "A", 6); err != nil {
+		t.Fatal(err)
+	}
+	if si, _ := s.Info(ctx(t)); si.State.Msgs != 10 {
+		t.Errorf("A reset to 6 while B is at 0: %d messages, want 10", si.State.Msgs)
+	}
+	if _, err := js.ResetConsumerToSequence(ctx(t), "I", "B", 3); err != nil {
+		t.Fatal(err)
+	}
+	si, _ := s.Info(ctx(t))
+	if si.State.Msgs != 8 || si.State.FirstSeq != 3 {
+		t.Errorf("B reset to 3: %d messages from %d, want 8 from 3", si.State.Msgs, si.State.FirstSeq)
+	}
+}
+
+// A paused pull consumer delivers nothing, acks of messages delivered
+// before the pause still count, a reset keeps it paused, and a resume
+// delivers again to new pull requests; a pull request already waiting at
+// the resume gets nothing (until it expires) unless the consumer is reset
+// (or a message arrives) after the resume.
+func TestFactConsumerPausePull(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 5)
+	c, err := js.CreateConsumer(ctx(t), "S", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := fetch(t, c, 2, 5*time.Second)
+	pr, err := js.PauseConsumer(ctx(t), "S", "C", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	if !pr.Paused {
+		t.Errorf("pause response: not paused")
+	}
+	if got := fetch(t, c, 1, time.Second); len(got) != 0 {
+		t.Errorf("paused consumer delivered %v", seqs(t, got))
+	}
+	ackSync(t, ms...)
+	ci := consumerInfo(t, js, "S", "C")
+	if ci.AckFloor.Stream != 2 || ci.NumAckPending != 0 || !ci.Paused {
+		t.Errorf("acks while paused: ack floor %d ack pending %d paused %v, want 2, 0, true", ci.AckFloor.Stream, ci.NumAckPending, ci.Paused)
+	}
+	if _, err := js.ResetConsumerToSequence(ctx(t), "S", "C", 4); err != nil {
+		t.Fatalf("reset while paused: %v", err)
+	}
+	if ci := consumerInfo(t, js, "S", "C"); !ci.Paused {
+		t.Errorf("a reset resumed the consumer")
+	}
+	if got := fetch(t, c, 1, time.Second); len(got) != 0 {
+		t.Errorf("paused consumer delivered %v after a reset", seqs(t, got))
+	}
+	// A pull request waiting when the consumer is resumed is not served:
+	// an explicit resume does not kick delivery.
+	waiting := func(wait time.Duration) chan []uint64 {
+		got := make(chan []uint64, 1)
+		go func() {
+			var out []uint64
+			b, err := c.Fetch(1, jetstream.FetchMaxWait(wait))
+			if err == nil {
+				for m := range b.Messages() {
+					if md, err := m.Metadata(); err == nil {
+						out = append(out, md.Sequence.Stream)
+					}
+				}
+			}
+			got <- out
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for consumerInfo(t, js, "S", "C").NumWaiting == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the pull request never reached the consumer")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return got
+	}
+	got := waiting(2 * time.Second)
+	if _, err := js.ResumeConsumer(ctx(t), "S", "C"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-got; len(got) != 0 {
+		t.Errorf("a pull waiting across the resume got %v: the server now kicks delivery on resume", got)
+	}
+	// A reset after the resume does kick it.
+	if _, err := js.PauseConsumer(ctx(t), "S", "C", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got = waiting(5 * time.Second)
+	if _, err := js.ResumeConsumer(ctx(t), "S", "C"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.ResetConsumer(ctx(t), "S", "C"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-got; fmt.Sprint(got) != "[4]" {
+		t.Errorf("a pull waiting across resume and reset got %v, want [4]", got)
+	}
+	if got := seqs(t, fetch(t, c, 1, 5*time.Second)); fmt.Sprint(got) != "[5]" {
+		t.Errorf("after resume delivered %v, want [5]", got)
+	}
+}
+
+// A paused push consumer pushes nothing. An explicit resume does not
+// start it again while no new message arrives (the server kicks delivery
+// only when a pause deadline passes, a message arrives or the consumer is
+// reset); a reset after the resume does, and so does a pause that ends by
+// its deadline.
+func TestFactConsumerPausePush(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	nc := js.Conn()
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	subs := map[string]*nats.Subscription{}
+	for _, name := range []string{"P", "Q"} {
+		sub, err := nc.SubscribeSync("dlv." + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		subs[name] = sub
+		if _, err := js.CreatePushConsumer(ctx(t), "S", jetstream.ConsumerConfig{Durable: name, DeliverSubject: "dlv." + name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := js.PauseConsumer(ctx(t), "S", "P", time.Now().Add(time.Hour)); err != nil {
+		t.Fatalf("pause of a push consumer: %v", err)
+	}
+	if _, err := js.PauseConsumer(ctx(t), "S", "Q", time.Now().Add(1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 3)
+	if m, err := subs["P"].NextMsg(time.Second); err == nil {
+		t.Errorf("paused push consumer pushed %q", m.Data)
+	}
+	if _, err := js.ResumeConsumer(ctx(t), "S", "P"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := subs["P"].NextMsg(time.Second); err == nil {
+		t.Errorf("a resumed push consumer pushed %q without a new message: the server now kicks delivery on resume", m.Data)
+	}
+	if ci := consumerInfo(t, js, "S", "P"); ci.Paused || ci.NumPending != 3 || ci.Delivered.Stream != 0 {
+		t.Errorf("resumed: paused %v pending %d delivered %d, want false 3 0", ci.Paused, ci.NumPending, ci.Delivered.Stream)
+	}
+	if _, err := js.ResetConsumer(ctx(t), "S", "P"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := subs["P"].NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("resumed and reset: nothing pushed: %v", err)
+	}
+	if md, _ := m.Metadata(); md == nil || md.Sequence.Stream != 1 {
+		t.Errorf("resumed and reset: pushed %v, want seq 1", md)
+	}
+	// The pause that ends by its deadline starts delivery by itself.
+	m, err = subs["Q"].NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("pause deadline passed: nothing pushed: %v", err)
+	}
+	if md, _ := m.Metadata(); md == nil || md.Sequence.Stream != 1 {
+		t.Errorf("pause deadline passed: pushed %v, want seq 1", md)
 	}
 }
