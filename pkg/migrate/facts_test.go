@@ -634,3 +634,227 @@ func TestFactConsumerPausePush(t *testing.T) {
 		t.Errorf("pause deadline passed: pushed %v, want seq 1", md)
 	}
 }
+
+func streamInfo(t *testing.T, js jetstream.JetStream, name string) *jetstream.StreamInfo {
+	t.Helper()
+	s, err := js.Stream(ctx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := s.Info(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return si
+}
+
+// A durable consumer can be created on a mirror and keeps its state (ack
+// floor, delivered, pending) when the mirror is promoted; it then gets
+// what is published to the promoted stream.
+func TestFactConsumerOnMirrorSurvivesPromotion(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 10)
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, 10)
+	c, err := js.CreateConsumer(ctx(t), "M", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+	if err != nil {
+		t.Fatalf("consumer on a mirror: %v", err)
+	}
+	ms := fetch(t, c, 3, 5*time.Second)
+	ackSync(t, ms[0], ms[1])
+	before := positionOf(consumerInfo(t, js, "M", "C"))
+	if err := js.DeleteStream(ctx(t), "SRC"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.CachedInfo().Config
+	cfg.Mirror, cfg.Subjects = nil, []string{"s.>"}
+	if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatalf("promotion: %v", err)
+	}
+	after := positionOf(consumerInfo(t, js, "M", "C"))
+	if want := (position{AckFloor: 2, Delivered: 3, DeliveredConsumer: 3, AckPending: 1, Pending: 7}); before != want || after != want {
+		t.Errorf("consumer on the mirror before promotion %+v, after %+v, want %+v", before, after, want)
+	}
+	publish(t, js, "s.a", 1)
+	ms = fetch(t, c, 8, 5*time.Second)
+	if got := seqs(t, ms); len(got) != 8 || got[0] != 4 || got[7] != 11 {
+		t.Errorf("after promotion delivered %v, want 4..11", got)
+	}
+}
+
+// A workqueue mirror takes a consumer, and its acks remove messages from
+// the mirror, which does not copy them again: the mirror then differs
+// from its origin. Consumers belong on the target only after the copy is
+// verified.
+func TestFactConsumerOnWorkqueueMirror(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 5)
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "MW", Retention: jetstream.WorkQueuePolicy, Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, 5)
+	c, err := js.CreateConsumer(ctx(t), "MW", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatalf("consumer on a workqueue mirror: %v", err)
+	}
+	ackSync(t, fetch(t, c, 2, 5*time.Second)...)
+	publish(t, js, "s.a", 1)
+	si := waitMirror(t, m, 6)
+	if si.State.Msgs != 4 || si.State.FirstSeq != 3 {
+		t.Errorf("workqueue mirror after 2 acks: %d messages from %d, want 4 from 3", si.State.Msgs, si.State.FirstSeq)
+	}
+}
+
+// The origin of a mirror can have its subjects swapped to a placeholder
+// (what the cutover does) and back: publishes to the old subjects then get
+// no stream (no responders), those to the placeholder are stored, and the
+// mirror keeps copying throughout.
+func TestFactMirrorOriginSubjectsSwapped(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 3)
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, 3)
+	cfg := src.CachedInfo().Config
+	cfg.Subjects = []string{"_jetctl.migrating.SRC"}
+	if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatalf("subjects to a placeholder: %v", err)
+	}
+	if _, err := js.Publish(ctx(t), "s.a", []byte("x")); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Errorf("publish to the freed subject: %v, want ErrNoStreamResponse", err)
+	}
+	ack, err := js.Publish(ctx(t), "_jetctl.migrating.SRC", []byte("p"))
+	if err != nil || ack.Stream != "SRC" || ack.Sequence != 4 {
+		t.Errorf("publish to the placeholder: %+v %v, want SRC seq 4", ack, err)
+	}
+	waitMirror(t, m, 4)
+	cfg.Subjects = []string{"s.>"}
+	if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatalf("subjects back: %v", err)
+	}
+	publish(t, js, "s.a", 1)
+	waitMirror(t, m, 5)
+}
+
+// A stream updated to no subjects gets its name as its subject, as at
+// creation: [] cannot free a stream's subjects, and fails if another stream
+// holds the name as a subject.
+func TestFactStreamUpdateEmptySubjects(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "X", Subjects: []string{"x.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.UpdateStream(ctx(t), jetstream.StreamConfig{Name: "X"}); err != nil {
+		t.Fatalf("update to no subjects: %v", err)
+	}
+	if si := streamInfo(t, js, "X"); fmt.Sprint(si.Config.Subjects) != "[X]" {
+		t.Errorf("update to no subjects: subjects %v, want [X]", si.Config.Subjects)
+	}
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "Y", Subjects: []string{"Y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "Z", Subjects: []string{"z"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := js.UpdateStream(ctx(t), jetstream.StreamConfig{Name: "Z", Subjects: []string{"Y"}})
+	if err == nil {
+		t.Fatal("taking another stream's subject succeeded")
+	}
+	// Another stream's subject equal to the name: the [] update overlaps.
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "W", Subjects: []string{"w"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.UpdateStream(ctx(t), jetstream.StreamConfig{Name: "Y", Subjects: []string{"W"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.UpdateStream(ctx(t), jetstream.StreamConfig{Name: "W"}); err == nil {
+		t.Errorf("W updated to no subjects (so [W]) while Y holds W: no overlap error")
+	} else {
+		t.Logf("overlap: %v", err)
+	}
+}
+
+// An interest-retention stream keeps nothing while it has no consumer:
+// published messages are acknowledged and dropped, and a mirror with
+// interest retention drops what it copies (its last sequence moves on).
+func TestFactInterestWithoutConsumers(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 5)
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "MI", Retention: jetstream.InterestPolicy, Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatalf("interest mirror: %v", err)
+	}
+	si := waitMirror(t, m, 5)
+	if si.State.Msgs != 0 {
+		t.Errorf("interest mirror without consumers holds %d messages, want 0", si.State.Msgs)
+	}
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "I", Subjects: []string{"i.>"}, Retention: jetstream.InterestPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "i.a", 3)
+	if si := streamInfo(t, js, "I"); si.State.Msgs != 0 || si.State.LastSeq != 3 {
+		t.Errorf("interest stream without consumers: %d messages, last %d; want 0, 3", si.State.Msgs, si.State.LastSeq)
+	}
+}
+
+// A mirror with max_age keeps the origin's timestamps, so it expires
+// the copied messages by their original time; but messages already older
+// than max_age at copy time are copied all the same and stay until the
+// store's first age check, max_age after the first message is stored.
+// (Only a lagging mirror could show that expiry counts from the original
+// and not the copy time; the server expires by the stored timestamp, which
+// is the original.)
+func TestFactMirrorMaxAgeByOriginalTime(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 3)
+	time.Sleep(2500 * time.Millisecond)
+	publish(t, js, "s.a", 3)
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", MaxAge: 2 * time.Second, Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawAll, sawNone bool
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !sawNone {
+		si, err := m.Info(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if si.State.Msgs == 6 && !sawAll {
+			sawAll = true
+			a, _ := src.GetMsg(ctx(t), 1)
+			b, err := m.GetMsg(ctx(t), 1)
+			if err != nil || a == nil || !a.Time.Equal(b.Time) {
+				t.Errorf("mirror seq 1 with max_age: %v; want the origin's time %v", err, a)
+			}
+		}
+		sawNone = si.State.Msgs == 0 && si.State.LastSeq == 6
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !sawAll || !sawNone {
+		t.Errorf("mirror with max_age 2s of 3 messages 2.5s old and 3 new: all 6 copied %v, then all expired %v", sawAll, sawNone)
+	}
+}
