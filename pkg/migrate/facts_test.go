@@ -858,3 +858,197 @@ func TestFactMirrorMaxAgeByOriginalTime(t *testing.T) {
 		t.Errorf("mirror with max_age 2s of 3 messages 2.5s old and 3 new: all 6 copied %v, then all expired %v", sawAll, sawNone)
 	}
 }
+
+func sameMessages(t *testing.T, a, b jetstream.Stream, present []uint64, gaps []uint64) {
+	t.Helper()
+	for _, seq := range present {
+		x, err := a.GetMsg(ctx(t), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := b.GetMsg(ctx(t), seq)
+		if err != nil {
+			t.Errorf("seq %d: %v", seq, err)
+			continue
+		}
+		if !x.Time.Equal(y.Time) || string(x.Data) != string(y.Data) || x.Subject != y.Subject {
+			t.Errorf("seq %d: %s %v %q vs %s %v %q", seq, x.Subject, x.Time, x.Data, y.Subject, y.Time, y.Data)
+		}
+	}
+	for _, seq := range gaps {
+		if _, err := b.GetMsg(ctx(t), seq); err == nil {
+			t.Errorf("seq %d should be a gap", seq)
+		}
+	}
+}
+
+// A mirror in another JetStream domain, reached over a leaf node
+// connection through the origin's domain API ($JS.<domain>.API), copies
+// with sequences, timestamps and gaps, both from hub to leaf and from leaf
+// to hub, and a client of either server can create it through the
+// target's domain.
+func TestFactCrossDomainMirror(t *testing.T) {
+	hub, leaf := embeddedtest.DomainPair(t)
+	jsHub := embeddedtest.Connect(t, hub, "")
+	jsLeaf := embeddedtest.Connect(t, leaf, "")
+	jsLeafViaHub := embeddedtest.Connect(t, hub, "leaf")
+	jsHubViaLeaf := embeddedtest.Connect(t, leaf, "hub")
+	for _, tc := range []struct {
+		name             string
+		origin, target   jetstream.JetStream
+		originDomain     string
+		create           jetstream.JetStream
+		subject, targetN string
+	}{
+		{"hub to leaf", jsHub, jsLeaf, "hub", jsLeaf, "o", "M_LEAF"},
+		{"leaf to hub", jsLeaf, jsHub, "leaf", jsHubViaLeaf, "l", "M_HUB"},
+		{"hub to leaf, created from the hub", jsHub, jsLeafViaHub, "hub", jsLeafViaHub, "p", "M_LEAF2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "O_" + tc.subject
+			src, err := tc.origin.CreateStream(ctx(t), jetstream.StreamConfig{Name: name, Subjects: []string{tc.subject + ".>"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, tc.origin, tc.subject+".a", 10)
+			if err := src.DeleteMsg(ctx(t), 3); err != nil {
+				t.Fatal(err)
+			}
+			m, err := tc.create.CreateStream(ctx(t), jetstream.StreamConfig{Name: tc.targetN, Storage: jetstream.MemoryStorage, Mirror: &jetstream.StreamSource{
+				Name: name, External: &jetstream.ExternalStream{APIPrefix: "$JS." + tc.originDomain + ".API"}}})
+			if err != nil {
+				t.Fatalf("cross-domain mirror: %v", err)
+			}
+			waitMirror(t, m, 10)
+			publish(t, tc.origin, tc.subject+".b", 2)
+			si := waitMirror(t, m, 12)
+			target, err := tc.target.Stream(ctx(t), tc.targetN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameMessages(t, src, target, []uint64{1, 2, 4, 10, 12}, []uint64{3})
+			if si.Mirror == nil || si.Mirror.Error != nil || si.Mirror.External == nil || si.Mirror.External.APIPrefix != "$JS."+tc.originDomain+".API" {
+				t.Errorf("mirror info %+v", si.Mirror)
+			}
+		})
+	}
+}
+
+// Across domains the server does not refuse a promotion onto subjects the
+// origin still holds (10065 is per server): a publish then reaches both
+// streams over the leaf connection. The origin's subjects must be freed
+// first. Once they are, a publish on the hub is stored by the promoted
+// stream in the leaf domain.
+func TestFactCrossDomainPromotion(t *testing.T) {
+	hub, leaf := embeddedtest.DomainPair(t)
+	jsHub := embeddedtest.Connect(t, hub, "")
+	jsLeaf := embeddedtest.Connect(t, leaf, "")
+	src, err := jsHub.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"o.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, jsHub, "o.a", 5)
+	m, err := jsLeaf.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Mirror: &jetstream.StreamSource{Name: "ORDERS", External: &jetstream.ExternalStream{APIPrefix: "$JS.hub.API"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, 5)
+	cfg := m.CachedInfo().Config
+	cfg.Mirror, cfg.Subjects = nil, []string{"o.>"}
+	if _, err := jsLeaf.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatalf("promotion onto subjects held in the other domain: %v", err)
+	}
+	// Interest in o.> crosses the leaf connection a moment later; from then
+	// on each publish on the hub is stored by both streams.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		payload := fmt.Sprintf("p%d", i)
+		if _, err := jsHub.Publish(ctx(t), "o.a", []byte(payload)); err != nil {
+			t.Fatal(err)
+		}
+		l, err := m.GetLastMsgForSubject(ctx(t), "o.a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(l.Data) == payload {
+			h, err := src.GetLastMsgForSubject(ctx(t), "o.a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(h.Data) != payload {
+				t.Errorf("a publish reached the promoted stream in the leaf domain but not the origin: %q", h.Data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a publish on the hub never reached the promoted stream in the leaf domain")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Free the origin's subjects: publishes on the hub go to the leaf only.
+	scfg := src.CachedInfo().Config
+	scfg.Subjects = []string{"_jetctl.migrating.ORDERS"}
+	if _, err := jsHub.UpdateStream(ctx(t), scfg); err != nil {
+		t.Fatal(err)
+	}
+	before := streamInfo(t, jsHub, "ORDERS").State.LastSeq
+	ack, err := jsHub.Publish(ctx(t), "o.a", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Domain != "leaf" || ack.Stream != "ORDERS" {
+		t.Errorf("publish on the hub acknowledged by %+v, want stream ORDERS in domain leaf", ack)
+	}
+	if after := streamInfo(t, jsHub, "ORDERS").State.LastSeq; after != before {
+		t.Errorf("the origin took a message after its subjects were freed")
+	}
+}
+
+// A mirror whose external API nobody answers (servers not connected) is
+// created without an error, and its info never says so: no error, lag 0,
+// active -1 (never heard from the origin), for as long as it lasts. The
+// engine must treat "active < 0 after a while" as unreachable. A reachable
+// domain without the origin stream reports 10059 (stream not found) in
+// the mirror info within a second or so.
+func TestFactMirrorUnreachableExternal(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "ORDERS", External: &jetstream.ExternalStream{APIPrefix: "$JS.hub.API"}}})
+	if err != nil {
+		t.Fatalf("mirror of an unreachable external stream: %v", err)
+	}
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(250 * time.Millisecond) {
+		si, err := m.Info(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mi := si.Mirror; mi == nil || mi.Error != nil || mi.Active >= 0 || mi.Lag != 0 {
+			t.Fatalf("unreachable mirror after %s: %+v (error %v), want no error, active < 0, lag 0", time.Since(start), mi, mi.Error)
+		}
+	}
+	_, leaf := embeddedtest.DomainPair(t)
+	jsLeaf := embeddedtest.Connect(t, leaf, "")
+	m, err = jsLeaf.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "NOPE", External: &jetstream.ExternalStream{APIPrefix: "$JS.hub.API"}}})
+	if err != nil {
+		t.Fatalf("mirror of a missing external stream: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		si, err := m.Info(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := si.Mirror.Error; e != nil {
+			if e.ErrorCode != 10059 {
+				t.Errorf("mirror of a missing stream: error %v, want 10059", e)
+			}
+			if si.Mirror.Active >= 0 {
+				t.Errorf("mirror of a missing stream: active %v", si.Mirror.Active)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mirror of a missing stream reports no error: %+v", si.Mirror)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
