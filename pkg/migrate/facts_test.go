@@ -1052,3 +1052,169 @@ func TestFactMirrorUnreachableExternal(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A KV bucket's stream can be mirrored with another storage, keeping the
+// bucket's settings, and the bucket moved under its own name in two hops
+// (KV_cfg -> temporary mirror -> KV_cfg); once the last hop is promoted
+// with the $KV.<bucket>.> subjects the KV API works on it: values,
+// deletes, history with revisions equal to the old sequences, and new
+// puts continuing the sequence.
+func TestFactKVBucketMirroredAndPromoted(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	kv, err := js.CreateKeyValue(ctx(t), jetstream.KeyValueConfig{Bucket: "cfg", History: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct{ key, value string }{{"a", "1"}, {"a", "2"}, {"b", "x"}, {"b", ""}, {"a", "3"}} {
+		if op.value == "" {
+			err = kv.Delete(ctx(t), op.key)
+		} else {
+			_, err = kv.PutString(ctx(t), op.key, op.value)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	orig := streamInfo(t, js, "KV_cfg").Config
+	hop := func(from, to string) {
+		t.Helper()
+		cfg := orig
+		cfg.Name, cfg.Storage, cfg.Subjects = to, jetstream.MemoryStorage, nil
+		cfg.Mirror = &jetstream.StreamSource{Name: from}
+		m, err := js.CreateStream(ctx(t), cfg)
+		if err != nil {
+			t.Fatalf("mirror %s of %s with the bucket's settings: %v", to, from, err)
+		}
+		si := waitMirror(t, m, 5)
+		if !si.Config.MirrorDirect {
+			t.Errorf("%s: a mirror with allow_direct of a bucket: mirror_direct false", to)
+		}
+		fcfg := streamInfo(t, js, from).Config
+		fcfg.Subjects = []string{"_jetctl.migrating." + from}
+		if from != "KV_cfg" {
+			if _, err := js.UpdateStream(ctx(t), fcfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := js.DeleteStream(ctx(t), from); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Mirror, cfg.Subjects = nil, []string{"$KV.cfg.>"}
+		if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+			t.Fatalf("promote %s: %v", to, err)
+		}
+		if streamInfo(t, js, to).Config.MirrorDirect {
+			t.Errorf("promoted %s still has mirror_direct", to)
+		}
+	}
+	hop("KV_cfg", "KV_cfg_JETCTL_MIGRATE")
+	hop("KV_cfg_JETCTL_MIGRATE", "KV_cfg")
+
+	kv, err = js.KeyValue(ctx(t), "cfg")
+	if err != nil {
+		t.Fatalf("bucket after the move: %v", err)
+	}
+	st, err := kv.Status(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.History() != 5 || st.Values() != 5 {
+		t.Errorf("status: history %d values %d, want 5 and 5", st.History(), st.Values())
+	}
+	if si := streamInfo(t, js, "KV_cfg"); si.Config.Storage != jetstream.MemoryStorage {
+		t.Errorf("storage %v, want memory", si.Config.Storage)
+	}
+	e, err := kv.Get(ctx(t), "a")
+	if err != nil || string(e.Value()) != "3" || e.Revision() != 5 {
+		t.Errorf("get a: %v %v, want 3 at revision 5", e, err)
+	}
+	if _, err := kv.Get(ctx(t), "b"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("get deleted b: %v, want ErrKeyNotFound", err)
+	}
+	h, err := kv.History(ctx(t), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revs []uint64
+	for _, e := range h {
+		revs = append(revs, e.Revision())
+	}
+	if fmt.Sprint(revs) != "[1 2 5]" {
+		t.Errorf("history of a: revisions %v, want [1 2 5]", revs)
+	}
+	rev, err := kv.PutString(ctx(t), "a", "4")
+	if err != nil || rev != 6 {
+		t.Errorf("put after the move: revision %d %v, want 6", rev, err)
+	}
+	if _, err := kv.Update(ctx(t), "a", []byte("5"), 6); err != nil {
+		t.Errorf("update at revision 6: %v", err)
+	}
+}
+
+// A mirror of an origin with allow_direct inherits mirror_direct (the
+// server sets it from the origin, whatever the mirror's own allow_direct):
+// once nearly caught up it answers direct gets addressed to the origin,
+// with its own name in Nats-Stream, so readers of the origin (a KV bucket's
+// Get) may read from a copy that lags. A promotion keeps mirror_direct as
+// the update says: the config read from the mirror's info says true, and
+// the promoted stream then still answers the old name's direct gets.
+func TestFactMirrorDirect(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, AllowDirect: true}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 3)
+	var mirrors []jetstream.Stream
+	for _, tc := range []struct {
+		name        string
+		allowDirect bool
+	}{{"M", true}, {"M2", false}} {
+		m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: tc.name, AllowDirect: tc.allowDirect, Mirror: &jetstream.StreamSource{Name: "SRC"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if si := waitMirror(t, m, 3); !si.Config.MirrorDirect || si.Config.AllowDirect != tc.allowDirect {
+			t.Errorf("mirror %s with allow_direct %v: mirror_direct %v allow_direct %v, want true and %v", tc.name, tc.allowDirect, si.Config.MirrorDirect, si.Config.AllowDirect, tc.allowDirect)
+		}
+		mirrors = append(mirrors, m)
+	}
+	if err := js.DeleteStream(ctx(t), "SRC"); err != nil {
+		t.Fatal(err)
+	}
+	answeredBy := func() string {
+		t.Helper()
+		r, err := js.Conn().Request("$JS.API.DIRECT.GET.SRC", []byte(`{"last_by_subj":"s.a"}`), 5*time.Second)
+		if err != nil {
+			t.Fatalf("direct get of the deleted origin: %v", err)
+		}
+		if r.Header.Get("Nats-Sequence") != "3" {
+			t.Errorf("direct get of the deleted origin: %v %q", r.Header, r.Data)
+		}
+		return r.Header.Get("Nats-Stream")
+	}
+	if by := answeredBy(); by != "M" && by != "M2" {
+		t.Errorf("direct get of the deleted origin answered by %q, want a mirror", by)
+	}
+	// M promoted with mirror_direct false, M2 with the config from its info.
+	cfg := mirrors[0].CachedInfo().Config
+	cfg.Mirror, cfg.Subjects, cfg.MirrorDirect = nil, []string{"m.>"}, false
+	if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatalf("promotion with mirror_direct false: %v", err)
+	}
+	cfg = mirrors[1].CachedInfo().Config
+	cfg.Mirror, cfg.Subjects, cfg.AllowDirect = nil, []string{"s.>"}, true
+	if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatalf("promotion keeping mirror_direct: %v", err)
+	}
+	if si := streamInfo(t, js, "M"); si.Config.MirrorDirect {
+		t.Errorf("M promoted with mirror_direct false: still true")
+	}
+	if si := streamInfo(t, js, "M2"); !si.Config.MirrorDirect || !si.Config.AllowDirect {
+		t.Errorf("M2 promoted with the info's config: mirror_direct %v allow_direct %v, want true, true", si.Config.MirrorDirect, si.Config.AllowDirect)
+	}
+	for i := 0; i < 5; i++ {
+		if by := answeredBy(); by != "M2" {
+			t.Errorf("after the promotions direct gets of SRC are answered by %q, want M2 (mirror_direct kept)", by)
+		}
+	}
+}
