@@ -45,6 +45,7 @@ func Setup(nodes int) func(*testscript.Env) error {
 		env.Defer(c.Shutdown)
 		env.Values[clusterKey{}] = c
 		env.Values[bgKey{}] = &bgHolder{}
+		env.Values[pubLoopsKey{}] = &pubLoops{loops: map[string]*pubLoop{}}
 		home := filepath.Join(env.WorkDir, "home")
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return err
@@ -89,6 +90,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"consumer-next":   cmdConsumerNext,
 		"poison-worker":   cmdPoisonWorker,
 		"consumer-leader": cmdConsumerLeader,
+		"pub-loop":        cmdPubLoop,
+		"domain-pair":     cmdDomainPair,
 	}
 }
 
