@@ -1218,3 +1218,42 @@ func TestFactMirrorDirect(t *testing.T) {
 		}
 	}
 }
+
+// A stream that sources another (rather than mirroring it) stores the
+// messages under its own sequences, closing the origin's gaps, with the
+// time it stored them: a source cannot carry consumer positions or
+// timestamps across, which is why a move uses a mirror.
+func TestFactSourceRenumbers(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 5)
+	if err := src.DeleteMsg(ctx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	s, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "S", Sources: []*jetstream.StreamSource{{Name: "SRC"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := waitMirror(t, s, 4)
+	if si.State.Msgs != 4 || si.State.FirstSeq != 1 || si.State.LastSeq != 4 {
+		t.Errorf("sourced stream: %d messages %d..%d, want 4 messages 1..4", si.State.Msgs, si.State.FirstSeq, si.State.LastSeq)
+	}
+	a, err := src.GetMsg(ctx(t), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.GetMsg(ctx(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a.Data) != string(b.Data) {
+		t.Fatalf("origin seq 3 %q, sourced seq 2 %q", a.Data, b.Data)
+	}
+	if b.Time.Sub(a.Time) < 50*time.Millisecond {
+		t.Errorf("sourced message time %v, origin %v: want the (later) time it was stored", b.Time, a.Time)
+	}
+}
