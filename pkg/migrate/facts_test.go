@@ -100,8 +100,8 @@ func TestFactMirrorKeepsSequencesTimestampsAndDeletes(t *testing.T) {
 	cfg.Subjects = []string{"s.>"}
 	if _, err := js.UpdateStream(ctx(t), cfg); err == nil {
 		t.Errorf("promotion onto subjects still bound elsewhere should fail")
-	} else {
-		t.Logf("overlap: %v", err)
+	} else if apiErr := (*jetstream.APIError)(nil); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10065 {
+		t.Errorf("promotion onto subjects still bound elsewhere: %v, want 10065", err)
 	}
 	// Seal the source: it takes no more messages.
 	scfg := src.CachedInfo().Config
@@ -111,8 +111,8 @@ func TestFactMirrorKeepsSequencesTimestampsAndDeletes(t *testing.T) {
 	}
 	if _, err := js.Publish(ctx(t), "s.a", []byte("x")); err == nil {
 		t.Errorf("publish to sealed stream succeeded")
-	} else {
-		t.Logf("sealed publish: %v", err)
+	} else if apiErr := (*jetstream.APIError)(nil); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10109 {
+		t.Errorf("sealed publish: %v, want error 10109", err)
 	}
 	if err := js.DeleteStream(ctx(t), "SRC"); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,9 @@ func TestFactMirrorOfSealedSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("first_seq: %d %v", ack.Sequence, f.CachedInfo().State)
+	if ack.Sequence != 100 {
+		t.Errorf("first publish to a stream with first_seq 100: seq %d (%v)", ack.Sequence, f.CachedInfo().State)
+	}
 	// Interest retention mirror
 	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "MI", Retention: jetstream.InterestPolicy, Mirror: &jetstream.StreamSource{Name: "SRC"}}); err != nil {
 		t.Logf("interest mirror: %v", err)
