@@ -547,6 +547,10 @@ func TestFactConsumerPausePull(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		// The request's arrival wakes the paused consumer's delivery loop;
+		// give it time to go back to sleep, or that wake-up (seen under
+		// load) delivers after the resume below.
+		time.Sleep(300 * time.Millisecond)
 		return got
 	}
 	got := waiting(2 * time.Second)
