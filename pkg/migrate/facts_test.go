@@ -1263,3 +1263,117 @@ func TestFactSourceRenumbers(t *testing.T) {
 		t.Errorf("sourced message time %v, origin %v: want the (later) time it was stored", b.Time, a.Time)
 	}
 }
+
+// Interest retention on the target: an interest mirror keeps what it
+// copies once a consumer exists (one created before the copy, here), and
+// a limits mirror can be promoted to interest retention in the promotion
+// update itself, with its consumers already reset: the messages below
+// every consumer's ack floor are removed at once, the rest kept.
+func TestFactInterestTarget(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	mi, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "MI", Retention: jetstream.InterestPolicy, Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(ctx(t), "MI", jetstream.ConsumerConfig{Durable: "A", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "s.a", 10)
+	if si := waitMirror(t, mi, 10); si.State.Msgs != 10 {
+		t.Errorf("interest mirror with a consumer from before the copy: %d messages, want 10", si.State.Msgs)
+	}
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, 10)
+	for _, c := range []struct {
+		n   string
+		seq uint64
+	}{{"A", 4}, {"B", 7}} {
+		if _, err := js.CreateConsumer(ctx(t), "M", jetstream.ConsumerConfig{Durable: c.n, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.ResetConsumerToSequence(ctx(t), "M", c.n, c.seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := js.DeleteStream(ctx(t), "MI"); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx(t), "SRC"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.CachedInfo().Config
+	cfg.Mirror, cfg.Subjects, cfg.Retention = nil, []string{"s.>"}, jetstream.InterestPolicy
+	if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatalf("promotion to interest: %v", err)
+	}
+	if si := streamInfo(t, js, "M"); si.State.Msgs != 7 || si.State.FirstSeq != 4 || si.Config.Retention != jetstream.InterestPolicy {
+		t.Errorf("promoted to interest with consumers at 4 and 7: %d messages from %d, retention %v; want 7 from 4, interest", si.State.Msgs, si.State.FirstSeq, si.Config.Retention)
+	}
+	for _, c := range []struct {
+		n     string
+		floor uint64
+	}{{"A", 3}, {"B", 6}} {
+		if ci := consumerInfo(t, js, "M", c.n); ci.AckFloor.Stream != c.floor || ci.NumPending != 10-c.floor {
+			t.Errorf("%s after promotion to interest: ack floor %d pending %d, want %d and %d", c.n, ci.AckFloor.Stream, ci.NumPending, c.floor, 10-c.floor)
+		}
+	}
+}
+
+// A workqueue stream takes one consumer per subject: an unfiltered
+// consumer beside others is refused (10099), one whose filter overlaps
+// another's too (10100),
+// so a stream whose consumers overlap cannot move to workqueue retention.
+// Nor can retention become workqueue in the promotion update (10052).
+func TestFactWorkqueueConsumersAndPromotion(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "W", Subjects: []string{"w.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	code := func(err error) int {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			return int(apiErr.ErrorCode)
+		}
+		return 0
+	}
+	if _, err := js.CreateConsumer(ctx(t), "W", jetstream.ConsumerConfig{Durable: "A", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "w.a.>"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(ctx(t), "W", jetstream.ConsumerConfig{Durable: "B", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "w.b.>"}); err != nil {
+		t.Errorf("disjoint filters on a workqueue stream: %v", err)
+	}
+	if _, err := js.CreateConsumer(ctx(t), "W", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "w.a.x"}); code(err) != 10100 {
+		t.Errorf("overlapping filter on a workqueue stream: %v, want 10100", err)
+	} else {
+		t.Logf("overlapping filter: %v", err)
+	}
+	if _, err := js.CreateConsumer(ctx(t), "W", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy}); code(err) != 10099 {
+		t.Errorf("unfiltered consumer beside filtered ones on a workqueue stream: %v, want 10099", err)
+	} else {
+		t.Logf("unfiltered: %v", err)
+	}
+
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx(t), "SRC"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.CachedInfo().Config
+	cfg.Mirror, cfg.Subjects, cfg.Retention = nil, []string{"s.>"}, jetstream.WorkQueuePolicy
+	if _, err := js.UpdateStream(ctx(t), cfg); code(err) != 10052 {
+		t.Errorf("promotion changing retention to workqueue: %v, want 10052", err)
+	} else {
+		t.Logf("promotion to workqueue: %v", err)
+	}
+}
