@@ -1377,3 +1377,41 @@ func TestFactWorkqueueConsumersAndPromotion(t *testing.T) {
 		t.Logf("promotion to workqueue: %v", err)
 	}
 }
+
+// A promoted mirror does not know the message IDs (Nats-Msg-Id) of what it
+// copied: a publish retried across the cutover with the ID of a message
+// the origin stored (its ack lost) is stored again. IDs published to the
+// promoted stream itself are deduplicated as usual.
+func TestFactPromotedMirrorForgetsMsgIDs(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx(t), "s.a", []byte("1"), jetstream.WithMsgID("x1")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "SRC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, 1)
+	if err := js.DeleteStream(ctx(t), "SRC"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.CachedInfo().Config
+	cfg.Mirror, cfg.Subjects = nil, []string{"s.>"}
+	if _, err := js.UpdateStream(ctx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.Publish(ctx(t), "s.a", []byte("1"), jetstream.WithMsgID("x1"))
+	if err != nil || ack.Duplicate || ack.Sequence != 2 {
+		t.Errorf("x1 again after promotion: %+v %v, want stored again at seq 2 (not a duplicate)", ack, err)
+	}
+	if _, err := js.Publish(ctx(t), "s.a", []byte("2"), jetstream.WithMsgID("x2")); err != nil {
+		t.Fatal(err)
+	}
+	ack, err = js.Publish(ctx(t), "s.a", []byte("2"), jetstream.WithMsgID("x2"))
+	if err != nil || !ack.Duplicate || ack.Sequence != 3 {
+		t.Errorf("x2 twice after promotion: %+v %v, want a duplicate of seq 3", ack, err)
+	}
+}
