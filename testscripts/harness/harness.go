@@ -45,6 +45,7 @@ func Setup(nodes int) func(*testscript.Env) error {
 		env.Defer(c.Shutdown)
 		env.Values[clusterKey{}] = c
 		env.Values[bgKey{}] = &bgHolder{}
+		env.Values[pubLoopsKey{}] = &pubLoops{loops: map[string]*pubLoop{}}
 		home := filepath.Join(env.WorkDir, "home")
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return err
@@ -90,6 +91,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"poison-worker":   cmdPoisonWorker,
 		"consumer-leader": cmdConsumerLeader,
 		"stepdown":        cmdStepdown,
+		"pub-loop":        cmdPubLoop,
+		"domain-pair":     cmdDomainPair,
 	}
 }
 
