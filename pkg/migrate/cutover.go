@@ -111,7 +111,10 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	}
 	for _, c := range st.Consumers {
 		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
-			return nil, err
+			if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
+				return nil, fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
+			}
+			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", err)
 		}
 	}
 	step("consumers seated")
@@ -121,6 +124,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	final := st.Final
 	final.Mirror = nil
 	final.Sealed = false // sealing, if declared, comes last
+	final.MirrorDirect = false
 	if final.Metadata == nil {
 		final.Metadata = map[string]string{}
 	}
@@ -412,6 +416,19 @@ func (m *mover) abandon(ctx context.Context, st *state) error {
 func (m *mover) seat(ctx context.Context, c savedConsumer, targetLast uint64) error {
 	cc := c.Config
 	cc.PauseUntil = ptr(time.Now().Add(pauseFor))
+	next := min(c.AckFloor, targetLast) + 1
+	reset := c.AckFloor > 0
+	switch cc.DeliverPolicy {
+	case jetstream.DeliverNewPolicy, jetstream.DeliverLastPolicy, jetstream.DeliverLastPerSubjectPolicy:
+		// The reset refuses these policies; created as they are, they
+		// would start at the target's end. One with messages left to
+		// acknowledge starts at the first of them instead.
+		if next <= targetLast {
+			m.notes[cc.Name] = fmt.Sprintf("deliver policy %s became by_start_sequence from seq %d: the server resets no consumer with policy %s", cc.DeliverPolicy, next, cc.DeliverPolicy)
+			cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, next
+		}
+		reset = false
+	}
 	cons, err := m.dst.JS.CreateOrUpdateConsumer(ctx, m.dstName, cc)
 	if err != nil {
 		// The consumer exists from an earlier run: it is paused; seat it again.
@@ -420,8 +437,7 @@ func (m *mover) seat(ctx context.Context, c savedConsumer, targetLast uint64) er
 		}
 	}
 	_ = cons
-	if c.AckFloor > 0 {
-		next := min(c.AckFloor, targetLast) + 1
+	if reset {
 		if _, err := m.dst.JS.ResetConsumerToSequence(ctx, m.dstName, cc.Name, next); err != nil {
 			return fmt.Errorf("consumer %q on %q: reset to seq %d: %w", cc.Name, m.dstName, next, err)
 		}
@@ -438,15 +454,18 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 		return nil, fmt.Errorf("deleting %q: %w", m.srcName, err)
 	}
 	for _, c := range st.Consumers {
-		m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Config.Name, AckFloor: c.AckFloor, Pending: c.Pending})
+		m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Config.Name, AckFloor: c.AckFloor, Pending: c.Pending, Changed: m.notes[c.Config.Name]})
 		if m.hop.hold {
 			continue
 		}
 		var err error
 		if c.Paused && c.Config.PauseUntil != nil {
 			_, err = m.dst.JS.PauseConsumer(ctx, m.dstName, c.Config.Name, *c.Config.PauseUntil)
-		} else {
-			_, err = m.dst.JS.ResumeConsumer(ctx, m.dstName, c.Config.Name)
+		} else if _, err = m.dst.JS.ResumeConsumer(ctx, m.dstName, c.Config.Name); err == nil {
+			// A resumed consumer serves neither a pull request already
+			// waiting nor its push subscriber until a message arrives;
+			// a reset to its own ack floor + 1 starts it at once.
+			_, err = m.dst.JS.ResetConsumer(ctx, m.dstName, c.Config.Name)
 		}
 		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, fmt.Errorf("consumer %q on %q: %w", c.Config.Name, m.dstName, err)

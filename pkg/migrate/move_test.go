@@ -231,3 +231,75 @@ func TestMoveRefusedWhileAnotherRuns(t *testing.T) {
 		t.Fatalf("Replace: err %v, want ErrBusy", err)
 	}
 }
+
+// Consumers a workqueue target would refuse are named before anything
+// changes.
+func TestMoveToWorkqueueRefusesOverlappingConsumers(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []jetstream.ConsumerConfig{{Durable: "a", FilterSubject: "orders.>"}, {Durable: "b", FilterSubject: "orders.paid"}} {
+		c.AckPolicy = jetstream.AckExplicitPolicy
+		if _, err := js.CreateOrUpdateConsumer(ctx(t), "ORDERS", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := src.CachedInfo().Config
+	cfg.Retention = jetstream.WorkQueuePolicy
+	_, err = migrate.Replace(ctx(t), js, cfg, migrate.ReplaceOptions{})
+	if !errors.Is(err, migrate.ErrInvalid) {
+		t.Fatalf("err %v, want ErrInvalid", err)
+	}
+	t.Log(err)
+	if _, err := js.Stream(ctx(t), migrate.TempName("ORDERS")); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("temporary stream created: %v", err)
+	}
+}
+
+// A consumer with deliver policy new, behind the end, keeps its unacknowledged messages.
+func TestMoveDeliverNewConsumer(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "orders.a", 5)
+	c, err := js.CreateOrUpdateConsumer(ctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "n", DeliverPolicy: jetstream.DeliverNewPolicy, AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "orders.a", 5) // 6..10
+	b, err := c.Fetch(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range b.Messages() {
+		if err := m.DoubleAck(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: js}, migrate.Endpoint{JS: js}, migrate.Config{Stream: "ORDERS", Target: "ORDERS2", Cutover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Consumers) != 1 || sum.Consumers[0].Changed == "" {
+		t.Fatalf("consumers %+v: want the policy change named", sum.Consumers)
+	}
+	nc, err := js.Consumer(ctx(t), "ORDERS2", "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = nc.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := uint64(0)
+	for m := range b.Messages() {
+		md, _ := m.Metadata()
+		got = md.Sequence.Stream
+	}
+	if got != 8 {
+		t.Fatalf("next delivered %d, want 8", got)
+	}
+}
