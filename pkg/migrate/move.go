@@ -84,6 +84,11 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	}
 	m.sum = &Summary{Stream: m.srcName, Target: m.dstName, Mechanism: "mirror", Cutover: cfg.Cutover, DryRun: cfg.DryRun, Consumers: []ConsumerMove{}}
 	api, same, err := reach(ctx, src, dst)
+	if errors.Is(err, ErrUnreachable) && clientCopy != nil {
+		// No route between the servers: jetctl copies (clientcopy.go).
+		m.sum.Mechanism = "copy"
+		return clientCopy(ctx, m)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +127,10 @@ func reach(ctx context.Context, src, dst Endpoint) (api string, same bool, err e
 	}
 	return "", false, fmt.Errorf("%w: the source and the target are different servers without JetStream domains; give the servers domains (jetctl --js-domain) and connect them by a leaf node", ErrUnreachable)
 }
+
+// clientCopy, when set, moves a stream between servers that cannot reach
+// each other, with jetctl copying (clientcopy.go).
+var clientCopy func(ctx context.Context, m *mover) (*Summary, error)
 
 // ErrUnreachable: the target's server cannot read the source's.
 var ErrUnreachable = errors.New("the target's server cannot reach the source")
