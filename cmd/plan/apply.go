@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/pkg/migrate"
 	pkgplan "github.com/jetctl/jetctl/pkg/plan"
 )
 
@@ -23,6 +25,7 @@ type applyOptions struct {
 	AutoApprove  bool
 	PlanFile     string
 	DryRun       bool
+	NoProgress   bool
 }
 
 // applyOutput is apply's JSON output.
@@ -81,6 +84,7 @@ exits 4. Running it again converges.`,
 	fl.BoolVar(&o.AutoApprove, "auto-approve", false, "the same as --yes")
 	fl.StringVar(&o.PlanFile, "plan-file", "", "apply a plan saved with plan -o json, if the server still matches it")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing (the same as jetctl plan)")
+	fl.BoolVar(&o.NoProgress, "no-progress", false, "no progress bar on stderr while --migrate copies")
 	return c
 }
 
@@ -98,13 +102,16 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		if o.Prune {
 			return exitcode.UsageErrorf("--prune comes from the saved plan: it cannot be given with --plan-file")
 		}
+		if o.Migrate {
+			return exitcode.UsageErrorf("--migrate comes from the saved plan (jetctl plan --migrate -o json): it cannot be given with --plan-file")
+		}
 		if saved, err = readPlanFile(o.PlanFile); err != nil {
 			return err
 		}
 		if desired, err = pkgplan.DesiredFromPlan(saved); err != nil {
 			return exitcode.New(exitcode.Usage, err)
 		}
-		o.Prune = saved.Prune
+		o.Prune, o.Migrate = saved.Prune, saved.Migrate
 	default:
 		if desired, err = o.load(f); err != nil {
 			return err
@@ -114,7 +121,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
+	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune, Migrate: o.Migrate, LeaderWait: f.Conn.Timeout})
 	if err != nil {
 		return planError(f, err)
 	}
@@ -145,12 +152,14 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 			return exitcode.Newf(exitcode.Failure, "apply cancelled; nothing was changed")
 		}
 	}
-	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, OnStep: func(st pkgplan.Step) {
+	bars := &migrationProgress{f: f, disabled: o.NoProgress}
+	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, Progress: bars.update, OnStep: func(st pkgplan.Step) {
+		bars.finish()
 		if st.Error != "" {
 			fmt.Fprintf(f.IO.ErrOut, "%s: %s failed: %s\n", st.Resource, st.Op, st.Error)
 			return
 		}
-		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", st.Resource, pastTense[st.Op])
+		fmt.Fprintf(f.IO.ErrOut, "%s: %s%s\n", st.Resource, pastTense[st.Op], migratedLine(st.Migration))
 	}})
 	var partial *pkgplan.PartialError
 	if errors.As(err, &partial) {
@@ -177,14 +186,64 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		return p.Print(applyOutput{Plan: pl, Result: res}, nil)
 	}
 	s := pl.Summary
-	fmt.Fprintf(f.IO.Out, "\nApply complete: %d added, %d changed, %d replaced, %d destroyed.\n", s.Add, s.Change, s.Replace, s.Destroy)
+	migrated := ""
+	if s.Migrate > 0 {
+		migrated = fmt.Sprintf("%d migrated, ", s.Migrate)
+	}
+	fmt.Fprintf(f.IO.Out, "\nApply complete: %d added, %d changed, %d replaced, %s%d destroyed.\n", s.Add, s.Change, s.Replace, migrated, s.Destroy)
 	return nil
 }
 
 var pastTense = map[pkgplan.Action]string{
-	pkgplan.ActionCreate: "created",
-	pkgplan.ActionUpdate: "updated",
-	pkgplan.ActionDelete: "deleted",
+	pkgplan.ActionCreate:  "created",
+	pkgplan.ActionUpdate:  "updated",
+	pkgplan.ActionDelete:  "deleted",
+	pkgplan.ActionMigrate: "migrated",
+}
+
+// migratedLine is what a migration did, for its step's line on stderr.
+func migratedLine(sum *migrate.Summary) string {
+	if sum == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s kept, sequences %d to %d, %s re-seated, write outage %s)",
+		plural(int(sum.Messages), "message"), sum.FirstSeq, sum.LastSeq, plural(len(sum.Consumers), "consumer"), approx(sum.WriteOutage))
+}
+
+// migrationProgress shows a bar on stderr, when it is a terminal, while a
+// migration copies: one per resource and phase.
+type migrationProgress struct {
+	mu       sync.Mutex
+	f        *factory.Factory
+	disabled bool
+	bar      *factory.Progress
+	key      string
+}
+
+func (m *migrationProgress) update(resource string, p migrate.Progress) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if key := resource + "\x00" + p.Phase; key != m.key {
+		m.done()
+		total := int64(-1)
+		if p.Total > 0 {
+			total = int64(p.Total)
+		}
+		m.bar = m.f.NewProgress(total, fmt.Sprintf("%s: %s", resource, p.Phase), m.disabled)
+		m.key = key
+	}
+	m.bar.Set(int64(p.Copied))
+}
+
+func (m *migrationProgress) finish() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.done()
+}
+
+func (m *migrationProgress) done() {
+	m.bar.Finish()
+	m.bar, m.key = nil, ""
 }
 
 func destructiveSummary(pl *pkgplan.Plan) string {

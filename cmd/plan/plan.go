@@ -64,7 +64,7 @@ destructive changes (replace, delete, data loss) are pending.`,
 			if err != nil {
 				return err
 			}
-			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
+			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, Migrate: o.Migrate, LeaderWait: f.Conn.Timeout})
 			if err != nil {
 				return planError(f, err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
 
@@ -20,8 +21,10 @@ type Step struct {
 	Resource string `json:"resource"`
 	Op       Action `json:"op"`
 	Error    string `json:"error,omitempty"`
+	// Migration is what a migrate step did (pkg/migrate's summary).
+	Migration *migrate.Summary `json:"migration,omitempty"`
 
-	run func(ctx context.Context) error
+	run func(ctx context.Context, st *Step) error
 }
 
 // ApplyResult says what apply did.
@@ -65,6 +68,9 @@ type ApplyOptions struct {
 	// LeaderWait bounds the wait, when reading back, for a stream or
 	// consumer whose group is still electing a leader (see FetchLive).
 	LeaderWait time.Duration
+	// Progress, if set, is called while a migration copies, with the
+	// migrated resource's label.
+	Progress func(resource string, p migrate.Progress)
 }
 
 // Apply makes the server match p: deletions first (consumers before their
@@ -73,7 +79,7 @@ type ApplyOptions struct {
 // consumers. It stops at the first failure with a *PartialError, and
 // after success reads everything back: a difference is a *VerifyError.
 func Apply(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live, opts ApplyOptions) (*ApplyResult, error) {
-	steps, err := buildSteps(js, p, live)
+	steps, err := buildSteps(js, p, live, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +90,7 @@ func Apply(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live, opt
 			res.NotDone = append(res.NotDone, steps[i:]...)
 			return res, &PartialError{Result: res, Err: err}
 		}
-		if err := st.run(ctx); err != nil {
+		if err := st.run(ctx, &st); err != nil {
 			st.Error = strings.TrimPrefix(err.Error(), "nats: ")
 			failed := st
 			res.Failed = &failed
@@ -184,7 +190,7 @@ func withMarks(md map[string]string, managed bool, hash string) map[string]strin
 	return out
 }
 
-func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
+func buildSteps(js jetstream.JetStream, p *Plan, live *Live, opts ApplyOptions) ([]Step, error) {
 	desired, err := DesiredFromPlan(p)
 	if err != nil {
 		return nil, err
@@ -239,11 +245,13 @@ func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
 	for i := len(ordered) - 1; i >= 0; i-- {
 		steps = append(steps, deleteStep(js, ordered[i]))
 	}
-	// 3. Streams, buckets and object stores that are created or updated,
-	// origins first.
+	// 3. Streams, buckets and object stores that are created, updated or
+	// migrated, origins first. A migration recreates the stream's live
+	// consumers (but those step 1 deleted) with their positions; the
+	// plan's own consumer changes follow in step 4.
 	var coming []*ResourcePlan
 	for _, rp := range streamLevel {
-		if rp.Action == ActionCreate || rp.Action == ActionUpdate || rp.Action == ActionReplace {
+		if rp.Action == ActionCreate || rp.Action == ActionUpdate || rp.Action == ActionReplace || rp.Action == ActionMigrate {
 			coming = append(coming, rp)
 		}
 	}
@@ -270,6 +278,18 @@ func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
 		r := resourceOf(rp)
 		if r == nil {
 			return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
+		}
+		if rp.Action == ActionMigrate {
+			st, err := migrateStep(js, rp, r, live, opts.Progress)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, st)
+			if r.Kind == KindStream {
+				continue // migrated straight into its declared config
+			}
+			// A bucket's stream was migrated with only what forced it
+			// changed; the bucket's declared config is an update away.
 		}
 		steps = append(steps, putStep(js, rp, r, live, nil))
 	}
@@ -334,7 +354,7 @@ func topoOrder(rps []*ResourcePlan, deps func(*ResourcePlan) []string) []*Resour
 
 func deleteStep(js jetstream.JetStream, rp *ResourcePlan) Step {
 	st := Step{Resource: rp.Label(), Op: ActionDelete}
-	st.run = func(ctx context.Context) error {
+	st.run = func(ctx context.Context, _ *Step) error {
 		var err error
 		switch rp.Kind {
 		case KindConsumer:
@@ -364,9 +384,9 @@ func deleteStep(js jetstream.JetStream, rp *ResourcePlan) Step {
 }
 
 // putStep creates or updates a resource. A replaced resource was deleted
-// by an earlier step, so it is created.
+// by an earlier step, so it is created; a migrated one is updated.
 func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, streamCfg *jetstream.StreamConfig) Step {
-	create := rp.Action != ActionUpdate
+	create := rp.Action == ActionCreate || rp.Action == ActionReplace
 	op := ActionUpdate
 	if create {
 		op = ActionCreate
@@ -416,7 +436,7 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 		return err
 	}
 	first := moveOrScaleFirst(rp, r, live)
-	st.run = func(ctx context.Context) error {
+	st.run = func(ctx context.Context, _ *Step) error {
 		if first == nil {
 			return put(ctx)
 		}
@@ -540,3 +560,35 @@ const (
 	jsErrMoveInProgress        jetstream.ErrorCode = 10124
 	jsErrReconfigureInProgress jetstream.ErrorCode = 10226
 )
+
+// migrateStep replaces the stream behind rp by one of the same name with
+// the declared config (a bucket's: see migrationTarget), keeping its
+// messages, sequences and consumer positions (migrate.Replace). The
+// stream keeps jetctl's managed mark as it was: a migration is not a
+// create.
+func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, progress func(string, migrate.Progress)) (Step, error) {
+	st := Step{Resource: rp.Label(), Op: ActionMigrate}
+	si := live.Streams[r.StreamName()]
+	if si == nil {
+		return st, fmt.Errorf("%s: not on the server, nothing to migrate", rp.Label())
+	}
+	target, err := migrationTarget(r, si)
+	if err != nil {
+		return st, fmt.Errorf("%s: %w", rp.Label(), err)
+	}
+	if r.Kind == KindStream {
+		managed := si.Config.Metadata[ManagedKey] == "true"
+		target.Metadata = withMarks(target.Metadata, managed, hashView(view(r.Kind, r.config(), nil)))
+	}
+	label := rp.Label()
+	st.run = func(ctx context.Context, st *Step) error {
+		opts := migrate.ReplaceOptions{}
+		if progress != nil {
+			opts.Progress = func(p migrate.Progress) { progress(label, p) }
+		}
+		sum, err := replaceStream(ctx, js, *target, opts)
+		st.Migration = sum
+		return err
+	}
+	return st, nil
+}

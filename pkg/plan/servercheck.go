@@ -104,6 +104,11 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 				rp.Warnings = append(rp.Warnings, fmt.Sprintf("%s %s is above the server's max_payload %s: the server refuses larger messages anyway",
 					field, units.FormatSize(size), units.FormatSize(lim.MaxPayload)))
 			}
+			if rp.Action == ActionMigrate && r.Kind == KindStream {
+				for _, msg := range migratedConsumerProblems(r.StreamConfig, p, live) {
+					add(r, "retention", "%s", msg)
+				}
+			}
 			continue
 		}
 		stream := effectiveStream(r.Stream, declaredStreams, live)
@@ -244,4 +249,41 @@ func enumName[T ~int](v T) string {
 		return names[v]
 	}
 	return fmt.Sprint(int(v))
+}
+
+// migratedConsumerProblems are the consumers a migration would recreate
+// on the new stream (every live one the plan neither deletes nor
+// replaces: the engine recreates them as they are, and the plan's own
+// changes come after) that the server would refuse there.
+func migratedConsumerProblems(target *jetstream.StreamConfig, p *Plan, live *Live) []string {
+	gone := map[string]bool{}
+	for _, rp := range p.Resources {
+		if rp.Kind == KindConsumer && rp.Stream == target.Name && (rp.Action == ActionDelete || rp.Action == ActionReplace) {
+			gone[rp.Name] = true
+		}
+	}
+	names := make([]string, 0, len(live.Consumers[target.Name]))
+	for name := range live.Consumers[target.Name] {
+		if !gone[name] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out []string
+	for i, name := range names {
+		ci := live.Consumers[target.Name][name]
+		for _, fp := range consumerRules(target, &ci.Config) {
+			out = append(out, fmt.Sprintf("the migration recreates consumer %q as it is on the server, and there %s", name, fp.msg))
+		}
+		if target.Retention != jetstream.WorkQueuePolicy {
+			continue
+		}
+		for _, other := range names[i+1:] {
+			if mine, theirs, ok := overlappingFilters(&ci.Config, &live.Consumers[target.Name][other].Config); ok {
+				out = append(out, fmt.Sprintf("the migration recreates consumers %q and %q as they are on the server, and their filters %q and %q overlap: workqueue stream %q allows one consumer per subject",
+					name, other, mine, theirs, target.Name))
+			}
+		}
+	}
+	return out
 }

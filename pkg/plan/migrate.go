@@ -1,0 +1,176 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/migrate"
+)
+
+// Migration is what migrating a resource instead of replacing it keeps:
+// the stream behind it is replaced by one of the same name with the
+// declared config, keeping every message, sequence and consumer position
+// (pkg/migrate). Plan sets it on every replaced stream, KV bucket and
+// object store, whether or not the plan migrates it.
+type Migration struct {
+	// Migratable is false when the data cannot be kept; Reason says why.
+	Migratable bool   `json:"migratable"`
+	Reason     string `json:"reason,omitempty"`
+	// Stream is the stream migrated (KV_x for a bucket, OBJ_x for an object
+	// store); Via the temporary stream the data passes through.
+	Stream string `json:"stream"`
+	Via    string `json:"via,omitempty"`
+	// Messages, Bytes and Consumers are what the stream holds: what a
+	// migration copies and re-seats, and what a replacement loses.
+	Messages  uint64 `json:"messages"`
+	Bytes     uint64 `json:"bytes"`
+	Consumers int    `json:"consumers"`
+	// CopyTime and Outage are the engine's estimates of the copy's duration
+	// and of the write outage at the cutover; null unless the plan migrates
+	// the resource and the estimate succeeded (EstimateError says why not).
+	CopyTime      *time.Duration `json:"copy_time_ns"`
+	Outage        *time.Duration `json:"outage_ns"`
+	EstimateError string         `json:"estimate_error,omitempty"`
+}
+
+// migrationTempSuffix is what migrate.TempName appends to a stream's name.
+var migrationTempSuffix = migrate.TempName("")
+
+// migrationTemp is the temporary stream a migration of stream passes
+// through.
+func migrationTemp(stream string) string { return migrate.TempName(stream) }
+
+// migrationTempOf returns the stream whose migration passes through the
+// temporary stream name, if name is one.
+func migrationTempOf(name string) (string, bool) {
+	if migrationTempSuffix == "" || !strings.HasSuffix(name, migrationTempSuffix) || name == migrationTempSuffix {
+		return "", false
+	}
+	orig := strings.TrimSuffix(name, migrationTempSuffix)
+	return orig, migrate.TempName(orig) == name
+}
+
+// planMigration sets rp.Migration on a replaced stream, bucket or object
+// store, and when the plan migrates (Options.Migrate) and the data can be
+// kept, turns the replacement into a migration: not destructive by itself,
+// but the changes that lose data in place (lowered limits, → interest)
+// lose it in the migration too.
+func planMigration(rp *ResourcePlan, live *Live, migrating bool) {
+	if rp.Action != ActionReplace || rp.Kind == KindConsumer || rp.res == nil {
+		return
+	}
+	name := rp.res.StreamName()
+	si := live.Streams[name]
+	if si == nil {
+		return
+	}
+	m := &Migration{Stream: name, Via: migrate.TempName(name), Messages: si.State.Msgs, Bytes: si.State.Bytes, Consumers: si.State.Consumers}
+	rp.Migration = m
+	if reason := unmigratable(rp); reason != "" {
+		m.Reason = reason
+	} else if target, err := migrationTarget(rp.res, si); err != nil {
+		m.Reason = err.Error()
+	} else if err := migrate.Migratable(si.Config, *target); err != nil {
+		m.Reason = err.Error()
+	} else {
+		m.Migratable = true
+	}
+	if !m.Migratable {
+		m.Via = ""
+		return
+	}
+	if !migrating {
+		return
+	}
+	rp.Action = ActionMigrate
+	rp.Destructive = false
+	for i := range rp.Changes {
+		c := &rp.Changes[i]
+		if c.ForcesReplacement {
+			continue
+		}
+		// planResource dropped what a replacement makes moot; a migration
+		// keeps the data, so a change that loses some in place loses it here.
+		*c = FieldChange{Path: c.Path, Before: c.Before, After: c.After}
+		classify(rp.Kind, c, nil, si)
+		rp.Destructive = rp.Destructive || c.Destructive
+	}
+}
+
+// unmigratable is why the plan itself knows a replacement cannot keep the
+// data, or "": what pkg/migrate does not check because it holds for any
+// migration.
+func unmigratable(rp *ResourcePlan) string {
+	for _, c := range rp.Changes {
+		if c.ForcesReplacement && c.Path == "first_seq" {
+			return "a migration keeps the sequences, so first_seq cannot change"
+		}
+	}
+	return ""
+}
+
+// migrationTarget is the stream config a migration replaces the live
+// stream with. A stream gets its declared config at once. A bucket or an
+// object store gets its live stream's config with the fields that forced
+// the replacement changed (nats.go alone knows how a bucket's config maps
+// to its stream's): apply updates the bucket to its declared config right
+// after.
+func migrationTarget(r *Resource, si *jetstream.StreamInfo) (*jetstream.StreamConfig, error) {
+	switch r.Kind {
+	case KindStream:
+		cfg := *r.StreamConfig
+		return &cfg, nil
+	case KindKV, KindObjectStore:
+		cfg := si.Config
+		cfg.Metadata = nil
+		for k, v := range si.Config.Metadata {
+			if !strings.HasPrefix(k, "_nats.") {
+				if cfg.Metadata == nil {
+					cfg.Metadata = map[string]string{}
+				}
+				cfg.Metadata[k] = v
+			}
+		}
+		if r.Kind == KindKV {
+			cfg.Storage = r.KeyValueConfig.Storage
+			if r.KeyValueConfig.LimitMarkerTTL == 0 && cfg.SubjectDeleteMarkerTTL > 0 {
+				cfg.SubjectDeleteMarkerTTL, cfg.AllowMsgTTL = 0, false
+			}
+		} else {
+			cfg.Storage = r.ObjectStoreConfig.Storage
+		}
+		return &cfg, nil
+	}
+	return nil, fmt.Errorf("a %s is not a stream", r.Kind)
+}
+
+// estimateMigrations asks the engine how long each migration in p copies
+// and how long the writes stop. An estimate that fails leaves the numbers
+// null and says why: the estimate informs the plan, it does not decide it.
+func estimateMigrations(ctx context.Context, js jetstream.JetStream, p *Plan) {
+	for _, rp := range p.Resources {
+		m := rp.Migration
+		if rp.Action != ActionMigrate || m == nil {
+			continue
+		}
+		est, err := estimateReplace(ctx, js, m.Stream)
+		if err != nil {
+			m.EstimateError = strings.TrimPrefix(err.Error(), "nats: ")
+			rp.Warnings = append(rp.Warnings, "copy time and write outage not estimated: "+m.EstimateError)
+			continue
+		}
+		m.Messages, m.Bytes, m.Consumers = est.Messages, est.Bytes, est.Consumers
+		copyTime, outage := est.CopyTime, est.Outage
+		m.CopyTime, m.Outage = &copyTime, &outage
+	}
+}
+
+// estimateReplace is migrate.EstimateReplace; tests replace it.
+var estimateReplace = migrate.EstimateReplace
+
+// replaceStream is migrate.Replace; tests replace it.
+var replaceStream = migrate.Replace
