@@ -273,14 +273,14 @@ func migratedConsumerProblems(target *jetstream.StreamConfig, p *Plan, live *Liv
 	for i, name := range names {
 		ci := live.Consumers[target.Name][name]
 		for _, fp := range consumerRules(target, &ci.Config) {
-			out = append(out, fmt.Sprintf("the migration recreates consumer %q as it is on the server, and there %s", name, fp.msg))
+			out = append(out, fmt.Sprintf("consumer %q, which the migration recreates as it is on the server: %s", name, fp.msg))
 		}
 		if target.Retention != jetstream.WorkQueuePolicy {
 			continue
 		}
 		for _, other := range names[i+1:] {
 			if mine, theirs, ok := overlappingFilters(&ci.Config, &live.Consumers[target.Name][other].Config); ok {
-				out = append(out, fmt.Sprintf("the migration recreates consumers %q and %q as they are on the server, and their filters %q and %q overlap: workqueue stream %q allows one consumer per subject",
+				out = append(out, fmt.Sprintf("consumers %q and %q, which the migration recreates as they are on the server: filter %q overlaps %q, but workqueue stream %q allows one consumer per subject",
 					name, other, mine, theirs, target.Name))
 			}
 		}
