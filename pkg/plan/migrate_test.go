@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 	"github.com/jetctl/jetctl/pkg/migrate"
 )
 
@@ -395,5 +396,120 @@ func TestEstimateMigrations(t *testing.T) {
 	data, _ = json.Marshal(rp.Migration)
 	if !strings.Contains(string(data), `"copy_time_ns":null,"outage_ns":null,"estimate_error":"no"`) || len(rp.Warnings) != 1 {
 		t.Errorf("failed estimate: %s, warnings %q", data, rp.Warnings)
+	}
+}
+
+// Apply runs a migration where the plan has one, between the deletions
+// and the consumers, with the declared config and jetctl's marks (a
+// bucket's stream with its forcing fields changed, then the bucket
+// updated), and reports progress with the resource's label. The engine is
+// a stand-in here that recreates the stream and its consumers: what this
+// checks is the plan's side.
+func TestApplyRunsMigrations(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	ctx := context.Background()
+	apply := func(src string, opts Options, aopts ApplyOptions) (*Plan, *ApplyResult, error) {
+		t.Helper()
+		p, live, err := Make(ctx, js, loadPlan(t, src), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Apply(ctx, js, p, live, aopts)
+		return p, res, err
+	}
+	v1 := `streams:
+  - name: ORDERS
+    subjects: [orders.>]
+    consumers:
+      - name: billing
+        filter_subject: orders.paid
+kv:
+  - bucket: cfg
+    history: 5
+`
+	if _, _, err := apply(v1, Options{}, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	defer func(f func(context.Context, jetstream.JetStream, jetstream.StreamConfig, migrate.ReplaceOptions) (*migrate.Summary, error)) {
+		replaceStream = f
+	}(replaceStream)
+	var targets []jetstream.StreamConfig
+	replaceStream = func(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, opts migrate.ReplaceOptions) (*migrate.Summary, error) {
+		targets = append(targets, cfg)
+		s, err := js.Stream(ctx, cfg.Name)
+		if err != nil {
+			return nil, err
+		}
+		var consumers []jetstream.ConsumerConfig
+		for ci := range s.ListConsumers(ctx).Info() {
+			consumers = append(consumers, ci.Config)
+		}
+		if err := js.DeleteStream(ctx, cfg.Name); err != nil {
+			return nil, err
+		}
+		opts.Progress(migrate.Progress{Phase: "copy", Copied: 1, Total: 2})
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			return nil, err
+		}
+		for _, c := range consumers {
+			if _, err := js.CreateConsumer(ctx, cfg.Name, c); err != nil {
+				return nil, err
+			}
+		}
+		return &migrate.Summary{Stream: cfg.Name, Target: cfg.Name, Verified: true, Cutover: true}, nil
+	}
+	v2 := `streams:
+  - name: ORDERS
+    subjects: [orders.>]
+    storage: memory
+    consumers:
+      - name: billing
+        filter_subject: orders.paid
+        max_deliver: 5
+      - name: fresh
+kv:
+  - bucket: cfg
+    history: 5
+    storage: memory
+`
+	var progress []string
+	p, res, err := apply(v2, Options{Migrate: true}, ApplyOptions{Progress: func(resource string, p migrate.Progress) {
+		progress = append(progress, resource+" "+p.Phase)
+	}})
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if p.Summary.Migrate != 2 {
+		t.Errorf("summary %+v", p.Summary)
+	}
+	var got []string
+	for _, st := range res.Done {
+		got = append(got, string(st.Op)+" "+st.Resource)
+		if st.Op == ActionMigrate && (st.Migration == nil || !st.Migration.Cutover) {
+			t.Errorf("%s: migration summary %+v", st.Resource, st.Migration)
+		}
+	}
+	want := []string{
+		`migrate stream "ORDERS"`,
+		`migrate kv bucket "cfg"`,
+		`update kv bucket "cfg"`,
+		`update stream "ORDERS": consumer "billing"`,
+		`create stream "ORDERS": consumer "fresh"`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if want := []string{`stream "ORDERS" copy`, `kv bucket "cfg" copy`}; !reflect.DeepEqual(progress, want) {
+		t.Errorf("progress %q, want %q", progress, want)
+	}
+	if len(targets) != 2 {
+		t.Fatalf("targets %+v", targets)
+	}
+	if o := targets[0]; o.Storage != jetstream.MemoryStorage || o.Metadata[ManagedKey] != "true" || o.Metadata[AppliedKey] == "" {
+		t.Errorf("ORDERS target %+v", o)
+	}
+	if kv := targets[1]; kv.Name != "KV_cfg" || kv.Storage != jetstream.MemoryStorage || kv.MaxMsgsPerSubject != 5 || len(kv.Subjects) != 1 {
+		t.Errorf("KV_cfg target %+v", kv)
 	}
 }
