@@ -51,6 +51,14 @@ Safety:
                     and create again), a delete (--prune), or an in-place
                     change that removes messages. Without it apply exits 9
                     and changes nothing.
+  --migrate         migrate instead of replacing each stream, KV bucket
+                    and object store that can keep its data: replaced by
+                    one of the same name with every message, sequence,
+                    timestamp and consumer position (the plan's "<~>"),
+                    without --allow-destroy. Its consumers' own changes
+                    apply after. A progress bar shows the copy on a
+                    terminal (--no-progress for none). What cannot be
+                    migrated stays a replacement.
   --yes             apply without asking (--auto-approve is the same). In a
                     terminal apply asks for confirmation, and any answer
                     but "yes" cancels it (exit 1, as in terraform);
@@ -62,8 +70,10 @@ Safety:
                     ignored and never touched.
   --plan-file F     apply a plan saved with "jetctl plan -o json > F", only
                     if the server still matches what it was computed
-                    against (exit 1 otherwise, naming what changed).
-  --dry-run         print the plan and stop: the same as "jetctl plan".
+                    against (exit 1 otherwise, naming what changed);
+                    --prune and --migrate come from the saved plan.
+  --dry-run         print the plan and stop: the same as "jetctl plan"
+                    (with --migrate, what would be migrated).
 
 Apply plans first, so what the server would refuse and can be known ahead
 stops it with exit 2 before the first change (see "jetctl plan --help").
@@ -71,6 +81,7 @@ A failure midway stops apply: it prints what was done and what was not and
 exits 4. Running it again converges.`,
 		Example: `  jetctl apply -f examples/orders.yaml --yes
   jetctl apply -f plans/ --prune --allow-destroy --yes
+  jetctl apply -f plans/ --migrate --yes
   jetctl plan -f plans/ -o json > plan.json && jetctl apply --plan-file plan.json --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
