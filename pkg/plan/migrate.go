@@ -148,6 +148,56 @@ func migrationTarget(r *Resource, si *jetstream.StreamInfo) (*jetstream.StreamCo
 	return nil, fmt.Errorf("a %s is not a stream", r.Kind)
 }
 
+// resumeView is live as a plan must see it while a migration of a declared
+// stream, bucket or object store is interrupted between its two hops:
+// when the stream is gone, or is only the mirror the second hop copies
+// into, the temporary stream holds the data, the subjects and the
+// consumers, and stands for the stream. live itself is not changed.
+func resumeView(live *Live, desired *Desired) *Live {
+	out := &Live{Streams: make(map[string]*jetstream.StreamInfo, len(live.Streams)), Consumers: make(map[string]map[string]*jetstream.ConsumerInfo, len(live.Consumers))}
+	for k, v := range live.Streams {
+		out.Streams[k] = v
+	}
+	for k, v := range live.Consumers {
+		out.Consumers[k] = v
+	}
+	for _, r := range desired.Resources {
+		if r.Kind == KindConsumer {
+			continue
+		}
+		name := r.StreamName()
+		temp := live.Streams[migrationTemp(name)]
+		if si := live.Streams[name]; temp == nil || (si != nil && si.Config.Mirror == nil) {
+			continue
+		}
+		alias := *temp
+		alias.Config.Name = name
+		out.Streams[name] = &alias
+		out.Consumers[name] = live.Consumers[temp.Config.Name]
+	}
+	return out
+}
+
+// planResume plans a resource whose migration was interrupted (the
+// temporary stream exists): with --migrate, a migration that finishes it,
+// whatever else changes; without, a warning, and CheckServer refuses the
+// plan, since creating or updating the stream now could strand the data.
+func planResume(rp *ResourcePlan, live *Live, temp string, migrating bool) {
+	rp.Warnings = append(rp.Warnings, fmt.Sprintf("stream %q, left by an interrupted migration, holds data of this one: apply --migrate finishes the migration", temp))
+	if !migrating || rp.Action == ActionMigrate {
+		return
+	}
+	rp.Action = ActionMigrate
+	rp.Destructive = false
+	rp.Reason = "finishes the interrupted migration"
+	name := streamNameOf(rp.Kind, "", rp.Name)
+	m := &Migration{Migratable: true, Stream: name, Via: temp}
+	if si := live.Streams[name]; si != nil {
+		m.Messages, m.Bytes, m.Consumers = si.State.Msgs, si.State.Bytes, si.State.Consumers
+	}
+	rp.Migration = m
+}
+
 // estimateMigrations asks the engine how long each migration in p copies
 // and how long the writes stop. An estimate that fails leaves the numbers
 // null and says why: the estimate informs the plan, it does not decide it.

@@ -513,3 +513,80 @@ kv:
 		t.Errorf("KV_cfg target %+v", kv)
 	}
 }
+
+// A migration interrupted between its hops: the temporary stream holds
+// the data and the consumers when the stream is gone or only the mirror
+// the second hop copies into. --migrate plans the migration that finishes
+// it, its consumers planned against the temporary stream's; without it
+// the plan is refused rather than create an empty stream.
+func TestMigrationResume(t *testing.T) {
+	temp := migrate.TempName("ORDERS")
+	interrupted := func(orders *jetstream.StreamInfo) *Live {
+		live := migrationLive()
+		moved := *live.Streams["ORDERS"]
+		moved.Config.Name = temp
+		live.Streams[temp] = &moved
+		live.Consumers[temp] = live.Consumers["ORDERS"]
+		delete(live.Streams, "ORDERS")
+		delete(live.Consumers, "ORDERS")
+		if orders != nil {
+			live.Streams["ORDERS"] = orders
+		}
+		return live
+	}
+	for _, tt := range []struct {
+		name   string
+		orders *jetstream.StreamInfo
+	}{
+		{"stream gone", nil},
+		{"stream a mirror of the temporary one", &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "ORDERS", Storage: jetstream.MemoryStorage, Mirror: &jetstream.StreamSource{Name: temp}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			desired := loadPlan(t, ordersMemory)
+			live := resumeView(interrupted(tt.orders), desired)
+			if si := live.Streams["ORDERS"]; si == nil || si.Config.Mirror != nil || si.State.Msgs != 530 || live.Consumers["ORDERS"]["billing"] == nil {
+				t.Fatalf("resume view of ORDERS: %+v", si)
+			}
+			p, err := Compute(desired, live, Options{Migrate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp := resource(t, p, "stream ORDERS")
+			if rp.Action != ActionMigrate || rp.Migration == nil || rp.Migration.Via != temp || rp.Migration.Messages != 530 {
+				t.Fatalf("%s %+v, want a migration finishing through %s", rp.Action, rp.Migration, temp)
+			}
+			if c := resource(t, p, "consumer ORDERS/billing"); c.Action != ActionNone {
+				t.Errorf("billing: %s, want no-op (the engine moves it)", c.Action)
+			}
+			if problems := CheckServer(p, live, ServerLimits{}); len(problems) != 0 {
+				t.Errorf("problems %v", problems)
+			}
+
+			p, err = Compute(desired, live, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			problems := CheckServer(p, live, ServerLimits{})
+			if len(problems) != 1 || !strings.Contains(problems[0].Message, "finish the migration with jetctl apply --migrate first") {
+				t.Errorf("without --migrate: problems %v", problems)
+			}
+		})
+	}
+	// The stream still holds the data (the first hop was copying): it
+	// stands for itself, and --migrate starts over from it.
+	live := migrationLive()
+	live.Streams[temp] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: temp, Mirror: &jetstream.StreamSource{Name: "ORDERS"}}}
+	desired := loadPlan(t, strings.Replace(ordersMemory, "storage: memory", "storage: file", 1))
+	view := resumeView(live, desired)
+	if view.Streams["ORDERS"] != live.Streams["ORDERS"] {
+		t.Error("ORDERS holds the data and should stand for itself")
+	}
+	p, _ := Compute(desired, view, Options{Migrate: true})
+	if rp := resource(t, p, "stream ORDERS"); rp.Action != ActionMigrate || rp.Reason != "finishes the interrupted migration" {
+		t.Errorf("unchanged stream with a temporary one: %s %q, want the migration finished", rp.Action, rp.Reason)
+	}
+	p, _ = Compute(desired, view, Options{})
+	if problems := CheckServer(p, view, ServerLimits{}); len(problems) != 1 {
+		t.Errorf("without --migrate, unchanged stream: problems %v, want the interrupted migration", problems)
+	}
+}

@@ -169,10 +169,14 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	for _, r := range desired.Resources {
 		wanted[r.StreamName()] = true
 	}
-	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.Prune || wanted[stream] }, opts.LeaderWait)
+	live, err := FetchLive(ctx, js, func(stream string) bool {
+		orig, temp := migrationTempOf(stream)
+		return opts.Prune || wanted[stream] || (temp && wanted[orig])
+	}, opts.LeaderWait)
 	if err != nil {
 		return nil, nil, err
 	}
+	live = resumeView(live, desired)
 	p, err := Compute(desired, live, opts)
 	if err != nil {
 		return nil, nil, err
@@ -203,7 +207,7 @@ func Compute(desired *Desired, live *Live, opts Options) (*Plan, error) {
 		rp := planResource(r, live, nil, nil)
 		planMigration(rp, live, opts.Migrate)
 		if temp := migrationTemp(r.StreamName()); live.Streams[temp] != nil {
-			rp.Warnings = append(rp.Warnings, fmt.Sprintf("stream %q, left by an interrupted migration, holds its data: apply --migrate finishes the migration", temp))
+			planResume(rp, live, temp, opts.Migrate)
 		}
 		byStream[r.StreamName()] = rp
 		p.Resources = append(p.Resources, rp)
