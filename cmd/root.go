@@ -22,6 +22,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/kv"
+	"github.com/jetctl/jetctl/cmd/migrate"
 	"github.com/jetctl/jetctl/cmd/plan"
 	"github.com/jetctl/jetctl/cmd/plugin"
 	"github.com/jetctl/jetctl/cmd/replay"
@@ -106,6 +107,7 @@ else to stderr. Exit codes are the same for every command: see
 	add(groupJetStream, kv.NewCmd(f))
 	add(groupJetStream, dlq.NewCmd(f))
 	add(groupJetStream, consumer.NewCmd(f))
+	add(groupJetStream, migrate.NewCmd(f))
 	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f))
 	add(groupServer, server.NewCmd(f), demo.NewCmd(f, runInProcess))
 	root.AddCommand(

@@ -13,6 +13,7 @@ import (
 
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/plan"
 	"github.com/jetctl/jetctl/pkg/replay"
@@ -155,6 +156,11 @@ var sentinels = []struct {
 	{replay.ErrInvalid, Usage},
 	{pkgconsumer.ErrDataGone, NotFound},
 	{pkgconsumer.ErrBeyondEnd, NotFound},
+	{pkgmigrate.ErrVerify, Partial},
+	{pkgmigrate.ErrInvalid, Usage},
+	{pkgmigrate.ErrTargetExists, Usage},
+	{pkgmigrate.ErrUnreachable, Usage},
+	{pkgmigrate.ErrBusy, Failure},
 }
 
 var apiErrorFraming = regexp.MustCompile(`API error: code=\d+ err_code=\d+ description=`)

@@ -58,6 +58,10 @@ type Config struct {
 	DryRun bool
 	// Progress, if set, is called while the copy catches up.
 	Progress func(Progress)
+	// AtStep, if set, is called at each step a killed run must be able to
+	// continue from: "created", "held" (subjects off the source),
+	// "seated" (consumers on the target), "promoted". For tests.
+	AtStep func(step string)
 }
 
 // Progress is the state of the copy.
@@ -91,9 +95,12 @@ type Summary struct {
 	LastSeq   uint64         `json:"last_seq"`
 	Consumers []ConsumerMove `json:"consumers"`
 	Verified  bool           `json:"verified"`
-	Cutover   bool           `json:"cutover"`
-	Resumed   bool           `json:"resumed"`
-	DryRun    bool           `json:"dry_run"`
+	// Digest is a SHA-256 over every message verified (sequence, subject,
+	// headers, payload, timestamp), the same on both sides.
+	Digest  string `json:"digest,omitempty"`
+	Cutover bool   `json:"cutover"`
+	Resumed bool   `json:"resumed"`
+	DryRun  bool   `json:"dry_run"`
 	// WriteOutage is the time from taking the subjects off the source to
 	// the target taking them (zero without a cutover).
 	WriteOutage time.Duration `json:"write_outage_ns"`

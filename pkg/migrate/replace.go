@@ -7,12 +7,17 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // ReplaceOptions tune Replace.
 type ReplaceOptions struct {
 	DryRun   bool
 	Progress func(Progress)
+	// AtStep is Config.AtStep, with the move's number: "1:held".
+	AtStep func(step string)
 }
 
 // Estimate is what replacing a stream would move, for a plan.
@@ -48,12 +53,122 @@ func TempName(name string) string { return name + "_JETCTL_MIGRATE" }
 
 // Replace replaces the stream cfg.Name by a stream of the same name with
 // cfg, keeping every message, sequence, timestamp and consumer position:
-// two hops through TempName(cfg.Name).
+// two moves through TempName(cfg.Name), each with a short write outage.
+// Between the two the stream's subjects are served by the temporary
+// stream and its consumers wait, paused, for the second move. Killed and
+// run again, it continues from the state kept on the streams.
 func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, opts ReplaceOptions) (*Summary, error) {
-	return nil, errors.New("migrate.Replace: not built yet") // replaced by the engine in this branch
+	name, tmp := cfg.Name, TempName(cfg.Name)
+	if err := jsapi.ValidateStreamName(name); err != nil {
+		return nil, err
+	}
+	ep := Endpoint{JS: js}
+	xst, xok, err := stateOf(ctx, js, name)
+	if err != nil {
+		return nil, err
+	}
+	tst, tok, err := stateOf(ctx, js, tmp)
+	if err != nil {
+		return nil, err
+	}
+	secondOnly := (xok && xst != nil && xst.Source == tmp) || (!xok && tok && tst != nil && tst.Phase == phaseHeld)
+	if !opts.DryRun {
+		lock, err := dlq.AcquireLock(ctx, js, LockKey(name), LockTTL, "jetctl migrate unlock --stream "+name)
+		if err != nil {
+			if errors.Is(err, dlq.ErrLocked) {
+				return nil, fmt.Errorf("%w: %v", ErrBusy, err)
+			}
+			return nil, err
+		}
+		defer lock.Release(context.WithoutCancel(ctx))
+		var cancel context.CancelFunc
+		ctx, cancel = lock.WithLease(ctx)
+		defer cancel()
+	}
+	h := hop{lockHeld: true}
+	var first *Summary
+	if !secondOnly {
+		tcfg := cfg
+		tcfg.Name = tmp
+		tcfg.AllowDirect = true // read by the second move
+		first, err = stream(ctx, ep, ep, Config{Stream: name, Target: tmp, TargetConfig: &tcfg, Cutover: true, DryRun: opts.DryRun, Progress: opts.Progress, AtStep: numbered(opts.AtStep, 1)}, hop{lockHeld: true, hold: true})
+		if err != nil {
+			return nil, err
+		}
+		if opts.DryRun {
+			first.Target = name
+			return first, nil
+		}
+	}
+	second, err := stream(ctx, ep, ep, Config{Stream: tmp, Target: name, TargetConfig: &cfg, Cutover: true, Progress: opts.Progress, AtStep: numbered(opts.AtStep, 2)}, h)
+	if err != nil {
+		return nil, err
+	}
+	second.Stream = name
+	if first != nil {
+		second.Consumers = first.Consumers
+		second.WriteOutage += first.WriteOutage
+		second.Elapsed += first.Elapsed
+		second.Verified = second.Verified && first.Verified
+		second.Resumed = second.Resumed || first.Resumed
+	} else {
+		second.Resumed = true
+	}
+	return second, nil
 }
 
-// EstimateReplace measures what replacing the stream name would move.
+func numbered(f func(string), n int) func(string) {
+	if f == nil {
+		return nil
+	}
+	return func(step string) { f(fmt.Sprintf("%d:%s", n, step)) }
+}
+
+// stateOf returns a stream's move state, and whether the stream exists.
+func stateOf(ctx context.Context, js jetstream.JetStream, name string) (*state, bool, error) {
+	s, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("stream %q: %w", name, err)
+	}
+	st, err := readState(s.CachedInfo())
+	return st, true, err
+}
+
+// copyRate is the messages per second a mirror copies on one server,
+// measured by bench/migrate.sh on the 2-core machines jetctl is developed
+// on; plans use it to say how long a copy takes.
+const copyRate = 50_000
+
+// cutoverRounds is the requests a cutover makes after the subjects are
+// taken off the source, without those per consumer (3 each).
+const cutoverRounds = 16
+
+// EstimateReplace measures what replacing the stream name would move: its
+// messages, bytes and durable consumers, how long the two copies take at
+// the measured copy rate, and the write outage from the cutovers' round
+// trips at the round-trip time measured now.
 func EstimateReplace(ctx context.Context, js jetstream.JetStream, name string) (*Estimate, error) {
-	return nil, errors.New("migrate.EstimateReplace: not built yet") // replaced by the engine in this branch
+	si, err := streamInfo(ctx, js, name)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := durables(ctx, js, name)
+	if err != nil {
+		return nil, err
+	}
+	rtt := time.Duration(1<<63 - 1)
+	for range 3 {
+		t := time.Now()
+		if _, err := js.AccountInfo(ctx); err != nil {
+			return nil, err
+		}
+		rtt = min(rtt, time.Since(t))
+	}
+	e := &Estimate{Messages: si.State.Msgs, Bytes: si.State.Bytes, Consumers: len(cs)}
+	e.CopyTime = time.Duration(2 * float64(si.State.Msgs) / copyRate * float64(time.Second))
+	e.Outage = 2 * time.Duration(cutoverRounds+3*len(cs)) * rtt
+	return e, nil
 }

@@ -1,0 +1,217 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/dustin/go-humanize/english"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
+	"github.com/jetctl/jetctl/pkg/natsconn"
+)
+
+type streamOptions struct {
+	as         string
+	toServer   string
+	toContext  string
+	toDomain   string
+	cutover    bool
+	dryRun     bool
+	yes        bool
+	noProgress bool
+}
+
+func newCmdStream(f *factory.Factory) *cobra.Command {
+	o := &streamOptions{}
+	cmd := &cobra.Command{
+		Use:   "stream STREAM (--as NAME | --to-server URL | --to-context C | --to-domain D) [--cutover]",
+		Short: "copy a stream to another name, server or domain, and with --cutover move its subjects and consumers there",
+		Long: `Copy STREAM to a target: another name on the same server (--as), or the
+same name (or --as) on another server (--to-server, --to-context) or in
+another JetStream domain (--to-domain, on the target's connection or on
+this one). The target's server copies it as a mirror, keeping sequence
+numbers, timestamps and headers, and jetctl compares the copy with the
+source message by message while the source keeps taking writes. Without
+--cutover the target stays a live, verified mirror of the source; run
+again with --cutover to finish.
+
+--cutover pauses the source's durable consumers and takes its subjects off
+it (publishes get no stream: the write outage starts), waits for the last
+messages, deletes from the target what the source deleted since it was
+copied, and verifies: message count, first and last sequence, per-subject
+counts, every message compared and a digest of them all. Then it creates
+each durable on the target with its config and position (it delivers
+again from the message after its ack floor), gives the target the
+subjects (the outage ends), deletes the source and resumes the consumers.
+On any difference the source gets its subjects and consumers back, the
+target stays for inspection, and the exit code is 4.
+
+Killed at any point (kill -9 included), run the same command again: the
+move's state is kept in the target stream's metadata and it continues.
+A second migration of the same stream is refused while one runs.
+
+A target server must be able to read the source's: the same server or
+cluster, or another JetStream domain reached through a leaf node
+($JS.<domain>.API). Two servers that are not connected are refused.
+
+Safety: needs --yes when not run in a terminal; --dry-run checks the
+target and shows what would be copied, and changes nothing.
+Exit codes: 0 done, 2 bad input or a target that exists with other data
+(nothing changed), 3 no such stream, 4 verification found a difference,
+130 interrupted (run again to continue).`,
+		Example: `  jetctl migrate stream ORDERS --as ORDERS_V2 --dry-run
+  jetctl migrate stream ORDERS --as ORDERS_V2 --yes
+  jetctl migrate stream ORDERS --as ORDERS_V2 --cutover --yes -o json
+  jetctl migrate stream ORDERS --to-context dr-cluster --cutover --yes`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runStream(cmd.Context(), f, o, args[0]) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.as, "as", "", "the stream's name at the target (default: its own)")
+	fl.StringVar(&o.toServer, "to-server", "", "the target server's URLs")
+	fl.StringVar(&o.toContext, "to-context", "", "the target's natscli context")
+	fl.StringVar(&o.toDomain, "to-domain", "", "the target's JetStream domain")
+	fl.BoolVar(&o.cutover, "cutover", false, "move the subjects and consumers to the target and delete the source once verified")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "check and show what would be copied; change nothing")
+	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (needed when not in a terminal)")
+	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
+	return cmd
+}
+
+// validate checks the flags before anything is contacted.
+func (o *streamOptions) validate(stream string) error {
+	if err := jsapi.ValidateStreamName(stream); err != nil {
+		return exitcode.UsageErrorf("%v", err)
+	}
+	if o.as != "" {
+		if err := jsapi.ValidateStreamName(o.as); err != nil {
+			return exitcode.UsageErrorf("--as: %v", err)
+		}
+	}
+	if o.toServer != "" && o.toContext != "" {
+		return exitcode.UsageErrorf("use --to-server or --to-context, not both")
+	}
+	if o.toServer == "" && o.toContext == "" && o.toDomain == "" && (o.as == "" || o.as == stream) {
+		return exitcode.UsageErrorf("give the target: --as NAME (another name), --to-server, --to-context or --to-domain")
+	}
+	return nil
+}
+
+func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream string) error {
+	if err := o.validate(stream); err != nil {
+		return err
+	}
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	var target *natsconn.Resolved
+	if o.toServer != "" || o.toContext != "" {
+		if target, err = natsconn.Resolve(natsconn.Options{Server: o.toServer, Context: o.toContext, Timeout: f.Conn.Timeout}); err != nil {
+			return err
+		}
+	}
+	if !o.dryRun {
+		what := fmt.Sprintf("migrate copies stream %s to %s", stream, o.describeTarget(stream))
+		if o.cutover {
+			what += ", moves its subjects and consumers there and deletes it"
+		}
+		if err := f.IO.ConfirmChange(o.yes, what); err != nil {
+			return err
+		}
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	src := pkgmigrate.Endpoint{JS: js, Domain: f.Conn.JSDomain}
+	dst := src
+	if target != nil {
+		nc, err := target.Connect(ctx, "jetctl-migrate-target")
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		if dst.JS, err = target.JetStream(nc); err != nil {
+			return err
+		}
+		dst.Domain = target.JSDomain
+	}
+	if o.toDomain != "" {
+		if dst.JS, err = jetstream.NewWithDomain(dst.JS.Conn(), o.toDomain); err != nil {
+			return err
+		}
+		dst.Domain = o.toDomain
+	}
+	bar := f.NewProgress(-1, "copying", o.noProgress)
+	cfg := pkgmigrate.Config{Stream: stream, Target: o.as, Cutover: o.cutover, DryRun: o.dryRun,
+		Progress: func(pr pkgmigrate.Progress) {
+			bar.Set(int64(pr.Copied))
+		}}
+	cfg.AtStep = KillAt(f)
+	sum, err := pkgmigrate.Stream(ctx, src, dst, cfg)
+	bar.Finish()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted; run the same command again to continue: %w", err)
+		}
+		return err
+	}
+	if p.Format != "table" || f.Output.JQ != "" {
+		return p.Print(sum, nil)
+	}
+	fmt.Fprintln(f.IO.Out, summaryLine(sum, o.describeTarget(stream)))
+	return nil
+}
+
+func (o *streamOptions) describeTarget(stream string) string {
+	name := o.as
+	if name == "" {
+		name = stream
+	}
+	var where []string
+	switch {
+	case o.toServer != "":
+		where = append(where, "server "+natsconn.RedactURL(o.toServer))
+	case o.toContext != "":
+		where = append(where, "context "+o.toContext)
+	}
+	if o.toDomain != "" {
+		where = append(where, "domain "+o.toDomain)
+	}
+	if len(where) == 0 {
+		return name
+	}
+	return name + " (" + strings.Join(where, ", ") + ")"
+}
+
+func summaryLine(s *pkgmigrate.Summary, target string) string {
+	msgs := fmt.Sprintf("%s (%s, seq %d..%d)", english.Plural(int(s.Messages), "message", "messages"), humanize.IBytes(s.Bytes), s.FirstSeq, s.LastSeq)
+	var cons []string
+	for _, c := range s.Consumers {
+		cons = append(cons, fmt.Sprintf("%s (ack floor %d, %d pending)", c.Name, c.AckFloor, c.Pending))
+	}
+	consumers := english.Plural(len(s.Consumers), "consumer", "consumers")
+	if len(cons) > 0 {
+		consumers += ": " + strings.Join(cons, ", ")
+	}
+	switch {
+	case s.DryRun && s.Cutover:
+		return fmt.Sprintf("dry run: would copy %s of %s to %s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, consumers)
+	case s.DryRun:
+		return fmt.Sprintf("dry run: would copy %s of %s to %s and verify it; nothing was changed", msgs, s.Stream, target)
+	case s.Cutover:
+		return fmt.Sprintf("migrated %s to %s: %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
+			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("copied %s to %s: %s, verified; %s stays a mirror of %s until a run with --cutover; took %s",
+		s.Stream, target, msgs, s.Target, s.Stream, s.Elapsed.Round(time.Millisecond))
+}

@@ -1,0 +1,100 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
+)
+
+type unlockOptions struct {
+	stream string
+	dryRun bool
+	yes    bool
+}
+
+func newCmdUnlock(f *factory.Factory) *cobra.Command {
+	o := &unlockOptions{}
+	cmd := &cobra.Command{
+		Use:   "unlock --stream S [--dry-run] --yes",
+		Short: "remove the lease a dead migration left behind",
+		Long: `Remove the lease of a migration of stream S that died without releasing it
+on another host, so that the next run starts at once. A run takes over by
+itself a lease whose holder ran on the same host and is gone (kill -9), or
+that was not renewed for 30s. A holder still running stops at its next
+renewal.
+
+Safety: needs --yes when not run in a terminal; --dry-run shows who holds
+the lease and changes nothing. No lease is no error (exit 0).`,
+		Example: `  jetctl migrate unlock --stream ORDERS --dry-run
+  jetctl migrate unlock --stream ORDERS --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runUnlock(cmd.Context(), f, o) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.stream, "stream", "", "the stream being migrated")
+	fl.BoolVar(&o.dryRun, "dry-run", false, "show who holds the lease; change nothing")
+	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	return cmd
+}
+
+type unlockRecord struct {
+	Key    string `json:"key"`
+	Holder string `json:"holder"`
+	PID    int    `json:"pid"`
+	Since  string `json:"since"`
+	Action string `json:"action"`
+}
+
+func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error {
+	if o.stream == "" {
+		return exitcode.UsageErrorf("--stream is required")
+	}
+	if err := jsapi.ValidateStreamName(o.stream); err != nil {
+		return exitcode.UsageErrorf("--stream: %v", err)
+	}
+	p, err := f.Printer("table")
+	if err != nil {
+		return err
+	}
+	if !o.dryRun && !o.yes && !f.IO.CanPrompt() {
+		return exitcode.UsageErrorf("unlock: pass --yes when not running in a terminal (or --dry-run to see who holds the lease); nothing was changed")
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	key := pkgmigrate.LockKey(o.stream)
+	lease, err := pkgdlq.GetLease(ctx, js, key)
+	if errors.Is(err, pkgdlq.ErrNoLease) {
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: nobody holds lease %s; nothing to unlock\n", key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rec := unlockRecord{Key: key, Holder: lease.Holder, PID: lease.PID, Since: lease.Since.UTC().Format(time.RFC3339), Action: "would unlock"}
+	if !o.dryRun {
+		if !o.yes && !f.IO.Confirm(fmt.Sprintf("Remove lease %s held by %s?", key, lease.Describe()), factory.AcceptYes) {
+			return exitcode.UsageErrorf("cancelled; nothing was changed")
+		}
+		if err := pkgdlq.Unlock(ctx, js, lease); err != nil {
+			return err
+		}
+		rec.Action = "unlocked"
+	}
+	return p.Print(rec, func() []output.Table {
+		t := output.Table{Header: []string{"lease", "holder", "pid", "since", "action"}}
+		t.Row(rec.Key, rec.Holder, rec.PID, rec.Since, rec.Action)
+		return []output.Table{t}
+	})
+}

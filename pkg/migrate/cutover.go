@@ -1,0 +1,424 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/logctx"
+)
+
+// phaseHeld: the first hop of a replacement is done; its consumers wait,
+// paused, for the second.
+const phaseHeld = "held"
+
+// pauseFor is how long the cutover pauses a consumer. A killed run
+// resumes them when run again; until then they stay paused (a consumer
+// that delivered on a stream about to be replaced would lose its acks).
+const pauseFor = 7 * 24 * time.Hour
+
+// cutover holds the source (its consumers paused, its subjects taken off
+// it), lets the mirror copy the last messages, makes the target hold what
+// the source holds, verifies it, re-seats the consumers on the target
+// (paused) and promotes the target. It returns the target's info.
+func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
+	var err error
+	if st.Phase == phaseCopying {
+		// 1. Keep what the consumers were before touching them.
+		cs, err := durables(ctx, m.src.JS, m.srcName)
+		if err != nil {
+			return nil, err
+		}
+		held := m.heldFlags(ctx)
+		st.Consumers = st.Consumers[:0]
+		for _, ci := range cs {
+			paused := ci.Paused
+			if p, ok := held[ci.Name]; ok {
+				paused = p
+			}
+			st.Consumers = append(st.Consumers, savedConsumer{Config: ci.Config, Paused: paused})
+		}
+		st.Phase = phaseCutover
+		st.OutageStart = time.Now().UTC()
+		if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
+			return nil, err
+		}
+	}
+	outageStart := time.Now()
+	log := logctx.From(ctx)
+	step := func(what string) {
+		log.Debug("cutover", "stream", m.srcName, "step", what, "since_start", time.Since(outageStart))
+	}
+	// 2. Pause the consumers, take the subjects off the source: the
+	// write outage starts.
+	for _, c := range st.Consumers {
+		if _, err := m.src.JS.PauseConsumer(ctx, m.srcName, c.Config.Name, time.Now().Add(pauseFor)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, fmt.Errorf("pausing %q on %q: %w", c.Config.Name, m.srcName, err)
+		}
+	}
+	sinfo, err := streamInfo(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil, err
+	}
+	placeholder := []string{PlaceholderSubject(m.srcName)}
+	if !slices.Equal(sinfo.Config.Subjects, placeholder) {
+		c := sinfo.Config
+		c.Subjects = placeholder
+		if _, err := updateStream(ctx, m.src.JS, c); err != nil {
+			return nil, err
+		}
+	}
+	step("subjects held")
+	m.at("held")
+	// 3. Where each consumer is, now that nothing is delivered.
+	for i, c := range st.Consumers {
+		ci, err := consumerInfo(ctx, m.src.JS, m.srcName, c.Config.Name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue // deleted meanwhile; it is not recreated
+		}
+		if err != nil {
+			return nil, err
+		}
+		st.Consumers[i].AckFloor, st.Consumers[i].Delivered, st.Consumers[i].Pending = ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumAckPending
+	}
+	if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
+		return nil, err
+	}
+	step("positions saved")
+	// 4. The last messages, the deletions, the comparison.
+	sfinal, deleted, err := m.settle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	step("settled")
+	if err := m.verifyFinal(ctx, sfinal, deleted); err != nil {
+		if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
+			return nil, fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
+		}
+		return nil, err
+	}
+	step("verified")
+	// 5. The consumers, paused, on the target.
+	tinfo, err = streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range st.Consumers {
+		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
+			return nil, err
+		}
+	}
+	step("consumers seated")
+	m.at("seated")
+	// 6. Promote: the target takes the subjects; the outage ends.
+	st.Phase = phasePromoted
+	final := st.Final
+	final.Mirror = nil
+	final.Sealed = false // sealing, if declared, comes last
+	if final.Metadata == nil {
+		final.Metadata = map[string]string{}
+	}
+	final, err = withState(final, st)
+	if err != nil {
+		return nil, err
+	}
+	if tinfo, err = updateStream(ctx, m.dst.JS, final); err != nil {
+		return nil, fmt.Errorf("promoting %q: %w", m.dstName, err)
+	}
+	m.at("promoted")
+	if !st.OutageStart.IsZero() && m.sum.Resumed {
+		m.sum.WriteOutage = time.Since(st.OutageStart).Round(time.Microsecond)
+	} else {
+		m.sum.WriteOutage = since(outageStart)
+	}
+	return tinfo, nil
+}
+
+// heldFlags returns the consumers' own pause flags kept by a first hop on
+// the source, if it is one.
+func (m *mover) heldFlags(ctx context.Context) map[string]bool {
+	si, err := streamInfo(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil
+	}
+	st, err := readState(si)
+	if err != nil || st == nil || st.Phase != phaseHeld {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, c := range st.Consumers {
+		out[c.Config.Name] = c.Paused
+	}
+	return out
+}
+
+// settle waits for the mirror to copy the frozen source's last message and
+// deletes from the target what the source deleted since it was copied,
+// until the two hold the same sequences. It returns the source's final
+// info and its deleted sequences.
+func (m *mover) settle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]bool, error) {
+	for round := 0; ; round++ {
+		sinfo, err := streamInfo(ctx, m.src.JS, m.srcName, jetstream.WithDeletedDetails(true))
+		if err != nil {
+			return nil, nil, err
+		}
+		deleted := map[uint64]bool{}
+		for _, d := range sinfo.State.Deleted {
+			deleted[d] = true
+		}
+		lastPresent := uint64(0)
+		if sinfo.State.Msgs > 0 {
+			for s := sinfo.State.LastSeq; s >= sinfo.State.FirstSeq; s-- {
+				if !deleted[s] {
+					lastPresent = s
+					break
+				}
+			}
+		}
+		tinfo, err := m.waitCopied(ctx, "catching up", lastPresent, sinfo.State.LastSeq, cutoverPoll)
+		if err != nil {
+			return nil, nil, err
+		}
+		if lastPresent == 0 && tinfo.State.LastSeq < sinfo.State.LastSeq {
+			// Nothing stored in the source: wait for the mirror to have seen
+			// its end (its lag reported zero), then empty the target.
+			lastPresent = tinfo.State.LastSeq
+		}
+		changed, err := m.applyDeletes(ctx, sinfo, deleted)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !changed || round >= 10 {
+			return sinfo, deleted, nil
+		}
+	}
+}
+
+// applyDeletes removes from the target what the source no longer holds:
+// everything below its first sequence, and its deleted sequences.
+func (m *mover) applyDeletes(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) (bool, error) {
+	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
+	if err != nil {
+		return false, err
+	}
+	t, err := m.dst.JS.Stream(ctx, m.dstName)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	first := sinfo.State.FirstSeq
+	if sinfo.State.Msgs == 0 {
+		first = sinfo.State.LastSeq + 1
+	}
+	if tinfo.State.Msgs > 0 && tinfo.State.FirstSeq < first {
+		if err := t.Purge(ctx, jetstream.WithPurgeSequence(first)); err != nil {
+			return false, fmt.Errorf("target %q: purging below seq %d: %w", m.dstName, first, err)
+		}
+		changed = true
+	}
+	gone := map[uint64]bool{}
+	for _, d := range tinfo.State.Deleted {
+		gone[d] = true
+	}
+	seqs := slices.Sorted(maps.Keys(deleted))
+	for _, d := range seqs {
+		if d < first || d > tinfo.State.LastSeq || gone[d] {
+			continue
+		}
+		if err := t.DeleteMsg(ctx, d); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, fmt.Errorf("target %q: deleting seq %d: %w", m.dstName, d, err)
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// verifyFinal compares the frozen source with the target: the messages
+// copied since the live comparison one by one, then counts, first and last
+// sequences, per-subject counts and a digest of every message.
+func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) error {
+	fail := func(format string, a ...any) error {
+		return &VerifyError{Source: m.srcName, Target: m.dstName, What: fmt.Sprintf(format, a...)}
+	}
+	from := max(m.verified+1, sinfo.State.FirstSeq)
+	srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+	if err := m.readBoth(ctx, from, sinfo.State.LastSeq); err != nil {
+		return err
+	}
+	if what, ok := compareExact(m.srcHashes[srcN:], m.dstHashes[dstN:]); !ok {
+		return fail("%s", what)
+	}
+	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
+	if err != nil {
+		return err
+	}
+	s, t := sinfo.State, tinfo.State
+	if s.Msgs != t.Msgs {
+		return fail("%d messages, the source %d", t.Msgs, s.Msgs)
+	}
+	if s.Msgs > 0 && s.FirstSeq != t.FirstSeq {
+		return fail("first seq %d, the source %d", t.FirstSeq, s.FirstSeq)
+	}
+	if sinfo.Config.Storage == tinfo.Config.Storage && s.Bytes != t.Bytes {
+		return fail("%d bytes, the source %d", t.Bytes, s.Bytes)
+	}
+	ssub, err := subjectCounts(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return err
+	}
+	tsub, err := subjectCounts(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return err
+	}
+	for subj, n := range ssub {
+		if tsub[subj] != n {
+			return fail("subject %q has %d messages, the source %d", subj, tsub[subj], n)
+		}
+	}
+	if len(ssub) != len(tsub) {
+		return fail("%d subjects, the source %d", len(tsub), len(ssub))
+	}
+	tdel := map[uint64]bool{}
+	for _, d := range t.Deleted {
+		tdel[d] = true
+	}
+	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)
+	td, tn := digest(m.dstHashes, t.FirstSeq, tdel)
+	if sn != s.Msgs || tn != t.Msgs {
+		return fail("read %d messages of the target's %d, %d of the source's %d", tn, t.Msgs, sn, s.Msgs)
+	}
+	if sd != td {
+		return fail("digest %s, the source %s", td, sd)
+	}
+	m.sum.Digest = sd
+	m.sum.Verified = true
+	m.sum.Messages, m.sum.Bytes, m.sum.FirstSeq, m.sum.LastSeq = s.Msgs, s.Bytes, s.FirstSeq, s.LastSeq
+	return nil
+}
+
+func subjectCounts(ctx context.Context, js jetstream.JetStream, name string) (map[string]uint64, error) {
+	si, err := streamInfo(ctx, js, name, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		return nil, err
+	}
+	if si.State.Subjects == nil {
+		return map[string]uint64{}, nil
+	}
+	return si.State.Subjects, nil
+}
+
+// abandon gives the source its subjects and consumers back after a failed
+// verification; the target stays for inspection.
+func (m *mover) abandon(ctx context.Context, st *state) error {
+	sinfo, err := streamInfo(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return err
+	}
+	c := sinfo.Config
+	c.Subjects = st.SourceSubjects
+	if st.SourceDirectOff {
+		c.AllowDirect = false
+		st.SourceDirectOff = false
+	}
+	if _, err := updateStream(ctx, m.src.JS, c); err != nil {
+		return err
+	}
+	for _, sc := range st.Consumers {
+		if !sc.Paused {
+			if _, err := m.src.JS.ResumeConsumer(ctx, m.srcName, sc.Config.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return err
+			}
+		}
+	}
+	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return err
+	}
+	st.Phase = phaseCopying
+	st.Consumers = nil
+	_, err = saveState(ctx, m.dst.JS, tinfo, st)
+	return err
+}
+
+// seat creates consumer c on the target, paused, and moves it to where it
+// was on the source: the next message it delivers is the one after its ack
+// floor (messages acknowledged above the floor on a limits stream are
+// delivered again; on workqueue and interest streams they are gone).
+func (m *mover) seat(ctx context.Context, c savedConsumer, targetLast uint64) error {
+	cc := c.Config
+	cc.PauseUntil = ptr(time.Now().Add(pauseFor))
+	cons, err := m.dst.JS.CreateOrUpdateConsumer(ctx, m.dstName, cc)
+	if err != nil {
+		// The consumer exists from an earlier run: it is paused; seat it again.
+		if cons, err = m.dst.JS.Consumer(ctx, m.dstName, cc.Name); err != nil {
+			return fmt.Errorf("creating consumer %q on %q: %w", cc.Name, m.dstName, err)
+		}
+	}
+	_ = cons
+	if c.AckFloor > 0 {
+		next := min(c.AckFloor, targetLast) + 1
+		if _, err := m.dst.JS.ResetConsumerToSequence(ctx, m.dstName, cc.Name, next); err != nil {
+			return fmt.Errorf("consumer %q on %q: reset to seq %d: %w", cc.Name, m.dstName, next, err)
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// finish completes a promoted move: the source goes, the consumers resume
+// (unless a second hop follows), the state leaves the target's metadata.
+func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*Summary, error) {
+	if err := m.src.JS.DeleteStream(ctx, m.srcName); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("deleting %q: %w", m.srcName, err)
+	}
+	for _, c := range st.Consumers {
+		m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Config.Name, AckFloor: c.AckFloor, Pending: c.Pending})
+		if m.hop.hold {
+			continue
+		}
+		var err error
+		if c.Paused && c.Config.PauseUntil != nil {
+			_, err = m.dst.JS.PauseConsumer(ctx, m.dstName, c.Config.Name, *c.Config.PauseUntil)
+		} else {
+			_, err = m.dst.JS.ResumeConsumer(ctx, m.dstName, c.Config.Name)
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, fmt.Errorf("consumer %q on %q: %w", c.Config.Name, m.dstName, err)
+		}
+	}
+	final := st.Final
+	final.Mirror = nil
+	final.Metadata = userMetadata(final.Metadata)
+	if m.hop.hold {
+		st.Phase = phaseHeld
+		var err error
+		if final, err = withState(final, st); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := updateStream(ctx, m.dst.JS, final); err != nil {
+		return nil, err
+	}
+	m.sum.Cutover = true
+	m.sum.Elapsed = since(m.started)
+	return m.sum, nil
+}
+
+func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (*jetstream.ConsumerInfo, error) {
+	c, err := js.Consumer(ctx, stream, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.CachedInfo(), nil
+}
+
+func isNATSTransient(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrDisconnected)
+}

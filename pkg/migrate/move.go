@@ -1,0 +1,556 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/logctx"
+	"github.com/jetctl/jetctl/pkg/retry"
+)
+
+// LockTTL is how long a migration's lease outlives a holder that died on
+// another host (a holder that died on this host is taken over at once).
+const LockTTL = 30 * time.Second
+
+// LockKey is the lease key of a migration of stream (in jetctl's lease
+// bucket on the source's server).
+func LockKey(stream string) string { return "migrate." + stream }
+
+// pollEvery is how often the copy's progress is looked at; cutoverPoll
+// during the cutover, when writes wait for it.
+const (
+	pollEvery   = 100 * time.Millisecond
+	cutoverPoll = 2 * time.Millisecond
+)
+
+// PlaceholderSubject is what the source listens on during a cutover: its
+// own subjects are free for the target, and nothing else publishes here.
+func PlaceholderSubject(stream string) string { return "_jetctl.migrating." + stream }
+
+// hop carries what Replace adds to a move.
+type hop struct {
+	// lockHeld: the caller holds the migration's lease.
+	lockHeld bool
+	// hold keeps the consumers paused at the end (a second hop follows)
+	// and keeps the state, with the consumers' own pause flags, on the
+	// target for it.
+	hold bool
+}
+
+// mover is one move in progress.
+type mover struct {
+	src, dst  Endpoint
+	cfg       Config
+	hop       hop
+	srcName   string
+	dstName   string
+	api       string // the source's API prefix as the target's server sees it
+	sum       *Summary
+	started   time.Time
+	srcHashes []msgHash
+	dstHashes []msgHash
+	verified  uint64 // the prefix up to here is verified
+}
+
+// Stream moves one stream: see the package comment.
+func Stream(ctx context.Context, src, dst Endpoint, cfg Config) (*Summary, error) {
+	return stream(ctx, src, dst, cfg, hop{})
+}
+
+func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary, error) {
+	m := &mover{src: src, dst: dst, cfg: cfg, hop: h, srcName: cfg.Stream, dstName: cfg.Target, started: time.Now()}
+	if m.dstName == "" {
+		m.dstName = m.srcName
+	}
+	for _, n := range []string{m.srcName, m.dstName} {
+		if err := jsapi.ValidateStreamName(n); err != nil {
+			return nil, err
+		}
+	}
+	m.sum = &Summary{Stream: m.srcName, Target: m.dstName, Mechanism: "mirror", Cutover: cfg.Cutover, DryRun: cfg.DryRun, Consumers: []ConsumerMove{}}
+	api, same, err := reach(ctx, src, dst)
+	if err != nil {
+		return nil, err
+	}
+	m.api = api
+	if same && m.srcName == m.dstName {
+		return nil, fmt.Errorf("%w: the target is the source (%q on the same server); give another name or another server", ErrInvalid, m.srcName)
+	}
+	return m.run(ctx)
+}
+
+// ErrInvalid: the move asked for is not possible; nothing was changed.
+var ErrInvalid = errors.New("invalid migration")
+
+// reach works out how the target's server reads the source: the same
+// server (or cluster, or domain) needs no prefix; another domain is read
+// through $JS.<domain>.API.
+func reach(ctx context.Context, src, dst Endpoint) (api string, same bool, err error) {
+	srcDomain, err := domainOf(ctx, src)
+	if err != nil {
+		return "", false, fmt.Errorf("source: %w", err)
+	}
+	dstDomain, err := domainOf(ctx, dst)
+	if err != nil {
+		return "", false, fmt.Errorf("target: %w", err)
+	}
+	sc, dc := src.JS.Conn(), dst.JS.Conn()
+	sameConn := sc == dc || (sc.ConnectedServerId() == dc.ConnectedServerId()) ||
+		(sc.ConnectedClusterName() != "" && sc.ConnectedClusterName() == dc.ConnectedClusterName())
+	switch {
+	case srcDomain == dstDomain && sameConn:
+		return "", true, nil
+	case srcDomain != dstDomain && srcDomain != "":
+		return "$JS." + srcDomain + ".API", false, nil
+	case srcDomain != dstDomain:
+		return "", false, fmt.Errorf("%w: the source has no JetStream domain and the target is in domain %q: the target's server cannot address it", ErrUnreachable, dstDomain)
+	}
+	return "", false, fmt.Errorf("%w: the source and the target are different servers without JetStream domains; give the servers domains (jetctl --js-domain) and connect them by a leaf node", ErrUnreachable)
+}
+
+// ErrUnreachable: the target's server cannot read the source's.
+var ErrUnreachable = errors.New("the target's server cannot reach the source")
+
+func domainOf(ctx context.Context, e Endpoint) (string, error) {
+	if e.Domain != "" {
+		return e.Domain, nil
+	}
+	ai, err := e.JS.AccountInfo(ctx)
+	if err != nil {
+		return "", err
+	}
+	return ai.Domain, nil
+}
+
+func (m *mover) run(ctx context.Context) (*Summary, error) {
+	ti, err := m.dst.JS.Stream(ctx, m.dstName)
+	var st *state
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("target %q: %w", m.dstName, err)
+	default:
+		if st, err = readState(ti.CachedInfo()); err != nil {
+			return nil, err
+		}
+		if st == nil || st.Source != m.srcName || st.Phase == phaseHeld {
+			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
+		}
+		m.sum.Resumed = true
+	}
+	si, err := m.src.JS.Stream(ctx, m.srcName)
+	var sinfo *jetstream.StreamInfo
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if st == nil || st.Phase != phasePromoted {
+			return nil, fmt.Errorf("stream %q: %w", m.srcName, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("stream %q: %w", m.srcName, err)
+	default:
+		sinfo = si.CachedInfo()
+		if sinfo.Config.Mirror != nil && st == nil {
+			return nil, fmt.Errorf("%w: stream %q is a mirror: its data belongs to %q", ErrInvalid, m.srcName, sinfo.Config.Mirror.Name)
+		}
+	}
+	if sinfo != nil {
+		m.sum.Messages, m.sum.Bytes = sinfo.State.Msgs, sinfo.State.Bytes
+		m.sum.FirstSeq, m.sum.LastSeq = sinfo.State.FirstSeq, sinfo.State.LastSeq
+	}
+	if st == nil {
+		final := m.finalConfig(sinfo)
+		if err := Migratable(sinfo.Config, withName(final, m.srcName)); err != nil {
+			return nil, fmt.Errorf("%w: stream %q: %v", ErrInvalid, m.srcName, err)
+		}
+		if _, err := mirrorConfig(final, m.srcName, m.api); err != nil {
+			return nil, err
+		}
+	}
+	if m.cfg.DryRun {
+		if sinfo != nil {
+			cs, err := durables(ctx, m.src.JS, m.srcName)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range cs {
+				m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Name, AckFloor: c.AckFloor.Stream, Pending: c.NumAckPending})
+			}
+		}
+		return m.sum, nil
+	}
+	if !m.hop.lockHeld {
+		lock, err := dlq.AcquireLock(ctx, m.src.JS, LockKey(m.srcName), LockTTL, "jetctl migrate unlock --stream "+m.srcName)
+		if err != nil {
+			if errors.Is(err, dlq.ErrLocked) {
+				return nil, fmt.Errorf("%w: %v", ErrBusy, err)
+			}
+			return nil, err
+		}
+		defer lock.Release(context.WithoutCancel(ctx))
+		var cancel context.CancelFunc
+		ctx, cancel = lock.WithLease(ctx)
+		defer cancel()
+	}
+	if st == nil {
+		if ti, st, err = m.create(ctx, sinfo); err != nil {
+			return nil, err
+		}
+		m.at("created")
+	}
+	tinfo := ti.CachedInfo()
+	if st.Phase == phaseCopying {
+		if sinfo, err = m.directOn(ctx, sinfo, st); err != nil {
+			return nil, err
+		}
+		if err := m.copyAndVerify(ctx, sinfo); err != nil {
+			return nil, err
+		}
+		if !m.cfg.Cutover {
+			if err := m.directOff(ctx, st); err != nil {
+				return nil, err
+			}
+			return m.finishCopy(ctx)
+		}
+	}
+	if st.Phase == phaseCopying || st.Phase == phaseCutover {
+		if tinfo, err = m.cutover(ctx, tinfo, st); err != nil {
+			return nil, err
+		}
+	}
+	return m.finish(ctx, tinfo, st)
+}
+
+func withName(c jetstream.StreamConfig, name string) jetstream.StreamConfig {
+	c.Name = name
+	return c
+}
+
+func (m *mover) at(step string) {
+	if m.cfg.AtStep != nil {
+		m.cfg.AtStep(step)
+	}
+}
+
+// finalConfig is the target's config once promoted.
+func (m *mover) finalConfig(si *jetstream.StreamInfo) jetstream.StreamConfig {
+	var c jetstream.StreamConfig
+	if m.cfg.TargetConfig != nil {
+		c = *m.cfg.TargetConfig
+	} else {
+		c = si.Config
+	}
+	c.Name = m.dstName
+	c.Metadata = userMetadata(c.Metadata)
+	c.Mirror = nil
+	return c
+}
+
+// mirrorConfig is the target while it copies: final's settings as a mirror
+// of the source, without what a mirror may not have (subjects, first
+// sequence, transforms) and without what would stop the cutover deleting
+// from it (deny delete and purge); those come with the promotion.
+func mirrorConfig(final jetstream.StreamConfig, source, api string) (jetstream.StreamConfig, error) {
+	if final.AllowMsgCounter {
+		return final, fmt.Errorf("%w: a counter stream cannot be mirrored, so it is not migrated", ErrInvalid)
+	}
+	c := final
+	c.Subjects = nil
+	c.Sources = nil
+	c.SubjectTransform = nil
+	c.RePublish = nil
+	c.FirstSeq = 0
+	c.Sealed = false
+	c.DenyDelete = false
+	c.DenyPurge = false
+	c.AllowDirect = true
+	c.MirrorDirect = false
+	if c.Retention == jetstream.InterestPolicy {
+		// An interest mirror drops what no consumer wants yet; the
+		// consumers come at the cutover, and the retention with the
+		// promotion (limits to interest changes in place).
+		c.Retention = jetstream.LimitsPolicy
+	}
+	c.AllowMsgSchedules = false
+	c.AllowAtomicPublish = false
+	c.Mirror = &jetstream.StreamSource{Name: source}
+	if api != "" {
+		c.Mirror.External = &jetstream.ExternalStream{APIPrefix: api}
+	}
+	return c, nil
+}
+
+// create makes the target: a mirror of the source, with the move's state.
+func (m *mover) create(ctx context.Context, si *jetstream.StreamInfo) (jetstream.Stream, *state, error) {
+	final := m.finalConfig(si)
+	st := &state{Source: m.srcName, SourceAPI: m.api, Phase: phaseCopying, Final: final, SourceSubjects: si.Config.Subjects}
+	mc, _ := mirrorConfig(final, m.srcName, m.api)
+	mc, err := withState(mc, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := m.dst.JS.CreateStream(ctx, mc)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, nil, fmt.Errorf("%w: stream %q was created by someone else just now", ErrBusy, m.dstName)
+		}
+		return nil, nil, fmt.Errorf("creating %q: %w", m.dstName, err)
+	}
+	return t, st, nil
+}
+
+// copyAndVerify waits for the mirror to copy what the source holds now,
+// then compares the copy with the source, message by message; while the
+// source keeps taking writes it goes round again, so that the cutover has
+// only a short tail left to compare.
+func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) error {
+	for round := 0; ; round++ {
+		want := si.State.LastSeq
+		if si.State.Msgs == 0 {
+			want = 0
+		} else if _, err := getMsg(ctx, m.src.JS, m.srcName, want); err != nil {
+			// The last sequence was deleted: wait for the last one stored.
+			want = 0
+		}
+		tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
+		if err != nil {
+			return err
+		}
+		to := min(tinfo.State.LastSeq, si.State.LastSeq)
+		from := max(si.State.FirstSeq, m.verified+1)
+		if to >= from {
+			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+			if err := m.readBoth(ctx, from, to); err != nil {
+				return err
+			}
+			if what, ok := comparePrefix(m.srcHashes[srcN:], m.dstHashes[dstN:]); !ok {
+				return &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+			}
+			m.verified = to
+		}
+		logctx.From(ctx).Debug("live round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)
+		if !m.cfg.Cutover || round >= maxLiveRounds {
+			return nil
+		}
+		if si, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
+			return err
+		}
+		if si.State.LastSeq <= m.verified+shortTail {
+			return nil
+		}
+	}
+}
+
+// A cutover starts once the unverified tail is at most shortTail messages
+// long, or after maxLiveRounds rounds of copying and comparing.
+const (
+	shortTail     = 2000
+	maxLiveRounds = 5
+)
+
+// directOn turns allow_direct on at a workqueue or interest source, so
+// that it can be read without a consumer (a consumer would disturb it),
+// and notes it in the state.
+func (m *mover) directOn(ctx context.Context, si *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
+	if si.Config.AllowDirect || si.Config.Retention == jetstream.LimitsPolicy {
+		return si, nil
+	}
+	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return nil, err
+	}
+	st.SourceDirectOff = true
+	if _, err := saveState(ctx, m.dst.JS, ti, st); err != nil {
+		return nil, err
+	}
+	c := si.Config
+	c.AllowDirect = true
+	return updateStream(ctx, m.src.JS, c)
+}
+
+// directOff undoes directOn.
+func (m *mover) directOff(ctx context.Context, st *state) error {
+	if !st.SourceDirectOff {
+		return nil
+	}
+	si, err := streamInfo(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return err
+	}
+	c := si.Config
+	c.AllowDirect = false
+	if _, err := updateStream(ctx, m.src.JS, c); err != nil {
+		return err
+	}
+	st.SourceDirectOff = false
+	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return err
+	}
+	_, err = saveState(ctx, m.dst.JS, ti, st)
+	return err
+}
+
+// readBoth hashes from..to of the source and of the target, appending.
+func (m *mover) readBoth(ctx context.Context, from, to uint64) error {
+	type res struct {
+		hs  []msgHash
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		hs, err := readHashes(ctx, m.dst.JS, m.dstName, from, to, true)
+		ch <- res{hs, err}
+	}()
+	hs, err := readHashes(ctx, m.src.JS, m.srcName, from, to, true)
+	r := <-ch
+	if err != nil {
+		return err
+	}
+	if r.err != nil {
+		return r.err
+	}
+	m.srcHashes = append(m.srcHashes, hs...)
+	m.dstHashes = append(m.dstHashes, r.hs...)
+	return nil
+}
+
+// waitCopied waits until the target holds seq want (or, with want 0,
+// until its mirror reports no lag twice in a row), reporting progress.
+func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64, every time.Duration) (*jetstream.StreamInfo, error) {
+	start, startSeq := time.Now(), uint64(0)
+	idle := 0
+	for first := true; ; first = false {
+		ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			startSeq = ti.State.LastSeq
+		}
+		if mi := ti.Mirror; mi != nil && mi.Error != nil {
+			return nil, fmt.Errorf("target %q: mirror of %q: %s", m.dstName, m.srcName, mi.Error.Description)
+		}
+		if m.cfg.Progress != nil {
+			rate := 0.0
+			if el := time.Since(start).Seconds(); el > 0 {
+				rate = float64(ti.State.LastSeq-startSeq) / el
+			}
+			lag := uint64(0)
+			if total > ti.State.LastSeq {
+				lag = total - ti.State.LastSeq
+			}
+			m.cfg.Progress(Progress{Phase: phase, Copied: ti.State.LastSeq, Total: total, Rate: rate, Lag: lag})
+		}
+		if want > 0 && ti.State.LastSeq >= want {
+			return ti, nil
+		}
+		if want == 0 && ti.Mirror != nil && ti.Mirror.Lag == 0 && ti.Mirror.Active >= 0 && ti.Mirror.Active < time.Minute {
+			if idle++; idle >= 2 {
+				return ti, nil
+			}
+		} else {
+			idle = 0
+		}
+		if err := retry.Sleep(ctx, every); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// finishCopy ends a move without a cutover: the target stays a verified
+// mirror, and a later run with a cutover continues from here.
+func (m *mover) finishCopy(ctx context.Context) (*Summary, error) {
+	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return nil, err
+	}
+	m.sum.Messages, m.sum.Bytes = ti.State.Msgs, ti.State.Bytes
+	m.sum.FirstSeq, m.sum.LastSeq = ti.State.FirstSeq, ti.State.LastSeq
+	m.sum.Verified = true
+	m.sum.Elapsed = since(m.started)
+	return m.sum, nil
+}
+
+// updateStream updates a stream, riding out a server that does not answer
+// for a moment.
+func updateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (*jetstream.StreamInfo, error) {
+	var si *jetstream.StreamInfo
+	err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+		s, err := js.UpdateStream(ctx, cfg)
+		if err == nil {
+			si = s.CachedInfo()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("updating %q: %w", cfg.Name, err)
+	}
+	return si, nil
+}
+
+func streamInfo(ctx context.Context, js jetstream.JetStream, name string, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	var si *jetstream.StreamInfo
+	err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return err
+		}
+		si, err = s.Info(ctx, opts...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", name, err)
+	}
+	return si, nil
+}
+
+func getMsg(ctx context.Context, js jetstream.JetStream, name string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.GetMsg(ctx, seq)
+}
+
+func transient(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
+		errors.Is(err, jetstream.ErrServerShutdown) || isNATSTransient(err)
+}
+
+// durables lists the source's durable consumers.
+func durables(ctx context.Context, js jetstream.JetStream, stream string) ([]*jetstream.ConsumerInfo, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	var out []*jetstream.ConsumerInfo
+	l := s.ListConsumers(ctx)
+	for ci := range l.Info() {
+		if ci.Config.Durable == "" || serverOwned(ci.Config.Metadata) {
+			continue // ephemeral: it belongs to a live client and ends with it
+		}
+		out = append(out, ci)
+	}
+	if err := l.Err(); err != nil {
+		return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, err)
+	}
+	return out, nil
+}
+
+// serverOwned says whether a consumer is the server's own: the one through
+// which a mirror or a source reads its origin.
+func serverOwned(md map[string]string) bool {
+	for k := range md {
+		if strings.HasPrefix(k, "_nats.mirror.") || strings.HasPrefix(k, "_nats.source.") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,151 @@
+package migrate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/streamread"
+)
+
+// msgHash is one stored message's hash: its subject, headers (sorted),
+// payload and, when kept, its timestamp.
+type msgHash struct {
+	Seq  uint64
+	Hash uint64
+}
+
+// hashMsg hashes m; withTime includes its timestamp.
+func hashMsg(m *envelope.Message, withTime bool) uint64 {
+	d := xxhash.New()
+	var n [8]byte
+	put := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		_, _ = d.Write(n[:])
+		_, _ = d.Write(b)
+	}
+	put([]byte(m.Subject))
+	keys := make([]string, 0, len(m.Header))
+	for k := range m.Header {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		put([]byte(k))
+		for _, v := range m.Header[k] {
+			put([]byte(v))
+		}
+	}
+	put(m.Data)
+	if withTime {
+		binary.BigEndian.PutUint64(n[:], uint64(m.Time.UnixNano()))
+		_, _ = d.Write(n[:])
+	}
+	return d.Sum64()
+}
+
+// readHashes hashes the messages of stream from..to (inclusive).
+func readHashes(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, withTime bool) ([]msgHash, error) {
+	if to < from || to == 0 {
+		return nil, nil
+	}
+	r, err := streamread.Resolve(ctx, js, streamread.Config{Stream: stream, FromSeq: from, ToSeq: to})
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	var out []msgHash
+	err = streamread.Read(ctx, js, r, func(m *envelope.Message) error {
+		out = append(out, msgHash{Seq: m.Seq, Hash: hashMsg(m, withTime)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: reading seq %d..%d: %w", stream, from, to, err)
+	}
+	return out, nil
+}
+
+// VerifyError names the first difference between the source and the
+// target; it is an ErrVerify.
+type VerifyError struct {
+	Source, Target string
+	What           string
+}
+
+func (e *VerifyError) Error() string {
+	return fmt.Sprintf("%s: %s differs from %s: %s", ErrVerify, e.Target, e.Source, e.What)
+}
+
+func (e *VerifyError) Unwrap() error { return ErrVerify }
+
+// comparePrefix compares the hashes read from the source and the target
+// while the source is live: a message in both must be the same; one in the
+// source only was lost; one in the target only was deleted from the source
+// since it was copied (the cutover deletes it from the target).
+func comparePrefix(src, dst []msgHash) (string, bool) {
+	i, j := 0, 0
+	for i < len(src) {
+		switch {
+		case j >= len(dst) || src[i].Seq < dst[j].Seq:
+			return fmt.Sprintf("seq %d is missing", src[i].Seq), false
+		case src[i].Seq > dst[j].Seq:
+			j++
+		default:
+			if src[i].Hash != dst[j].Hash {
+				return fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
+			}
+			i++
+			j++
+		}
+	}
+	return "", true
+}
+
+// compareExact compares two frozen ranges: the same sequences, the same
+// messages.
+func compareExact(src, dst []msgHash) (string, bool) {
+	i, j := 0, 0
+	for i < len(src) || j < len(dst) {
+		switch {
+		case j >= len(dst) || (i < len(src) && src[i].Seq < dst[j].Seq):
+			return fmt.Sprintf("seq %d is missing", src[i].Seq), false
+		case i >= len(src) || src[i].Seq > dst[j].Seq:
+			return fmt.Sprintf("seq %d is not in the source", dst[j].Seq), false
+		default:
+			if src[i].Hash != dst[j].Hash {
+				return fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
+			}
+			i++
+			j++
+		}
+	}
+	return "", true
+}
+
+// digest is a SHA-256 over the hashes of the messages present (not in
+// deleted, not below first), in sequence order.
+func digest(hs []msgHash, first uint64, deleted map[uint64]bool) (string, uint64) {
+	d := sha256.New()
+	var b [16]byte
+	var n uint64
+	for _, h := range hs {
+		if h.Seq < first || deleted[h.Seq] {
+			continue
+		}
+		binary.BigEndian.PutUint64(b[:8], h.Seq)
+		binary.BigEndian.PutUint64(b[8:], h.Hash)
+		_, _ = d.Write(b[:])
+		n++
+	}
+	return hex.EncodeToString(d.Sum(nil)), n
+}
+
+// since is time.Since, rounded for a summary.
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Microsecond) }
