@@ -68,7 +68,7 @@ func planMigration(rp *ResourcePlan, live *Live, migrating bool) {
 	if si == nil {
 		return
 	}
-	m := &Migration{Stream: name, Via: migrate.TempName(name), Messages: si.State.Msgs, Bytes: si.State.Bytes, Consumers: si.State.Consumers}
+	m := &Migration{Stream: name, Via: migrate.TempName(name), Messages: si.State.Msgs, Bytes: si.State.Bytes, Consumers: reseated(live, name, si)}
 	rp.Migration = m
 	if reason := unmigratable(rp); reason != "" {
 		m.Reason = reason
@@ -178,6 +178,39 @@ func resumeView(live *Live, desired *Desired) *Live {
 	return out
 }
 
+// reseated counts the consumers a migration of the stream re-seats: its
+// durable ones, not the ephemeral ones (they belong to a live client and
+// end with it) nor the server's own (a mirror's or a source's reader), as
+// pkg/migrate chooses them. A stream whose consumers were not listed (a
+// bucket's) counts all of them.
+func reseated(live *Live, name string, si *jetstream.StreamInfo) int {
+	consumers, ok := live.Consumers[name]
+	if !ok {
+		return si.State.Consumers
+	}
+	n := 0
+	for _, ci := range consumers {
+		if migratesConsumer(&ci.Config) {
+			n++
+		}
+	}
+	return n
+}
+
+// migratesConsumer says whether a migration re-seats the consumer (see
+// reseated).
+func migratesConsumer(c *jetstream.ConsumerConfig) bool {
+	if c.Durable == "" {
+		return false
+	}
+	for k := range c.Metadata {
+		if strings.HasPrefix(k, "_nats.mirror.") || strings.HasPrefix(k, "_nats.source.") {
+			return false
+		}
+	}
+	return true
+}
+
 // planResume plans a resource whose migration was interrupted (the
 // temporary stream exists): with --migrate, a migration that finishes it,
 // whatever else changes; without, a warning, and CheckServer refuses the
@@ -193,7 +226,7 @@ func planResume(rp *ResourcePlan, live *Live, temp string, migrating bool) {
 	name := streamNameOf(rp.Kind, "", rp.Name)
 	m := &Migration{Migratable: true, Stream: name, Via: temp}
 	if si := live.Streams[name]; si != nil {
-		m.Messages, m.Bytes, m.Consumers = si.State.Msgs, si.State.Bytes, si.State.Consumers
+		m.Messages, m.Bytes, m.Consumers = si.State.Msgs, si.State.Bytes, reseated(live, name, si)
 	}
 	rp.Migration = m
 }

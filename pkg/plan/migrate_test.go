@@ -16,7 +16,8 @@ import (
 )
 
 // migrationLive is a server holding ORDERS (file, limits, 530 messages,
-// consumer billing managed by jetctl and an undeclared one, audit), the
+// consumer billing managed by jetctl, an undeclared one, audit, and two
+// that a migration does not re-seat), the
 // KV bucket cfg and the object store files, all file storage, and the
 // mirror BACKUP.
 func migrationLive() *Live {
@@ -24,7 +25,7 @@ func migrationLive() *Live {
 	return &Live{
 		Streams: map[string]*jetstream.StreamInfo{
 			"ORDERS": {Config: jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: jetstream.FileStorage, Metadata: managed},
-				State: jetstream.StreamState{Msgs: 530, Bytes: 66_000, FirstSeq: 1, LastSeq: 530, Consumers: 2}},
+				State: jetstream.StreamState{Msgs: 530, Bytes: 66_000, FirstSeq: 1, LastSeq: 530, Consumers: 4}},
 			"BACKUP": {Config: jetstream.StreamConfig{Name: "BACKUP", Mirror: &jetstream.StreamSource{Name: "ORDERS"}},
 				State: jetstream.StreamState{Msgs: 530, Bytes: 66_000}},
 			"KV_cfg": {Config: jetstream.StreamConfig{Name: "KV_cfg", Subjects: []string{"$KV.cfg.>"}, MaxMsgsPerSubject: 10,
@@ -38,6 +39,10 @@ func migrationLive() *Live {
 			"ORDERS": {
 				"billing": {Name: "billing", Config: jetstream.ConsumerConfig{Durable: "billing", FilterSubject: "orders.paid", AckPolicy: jetstream.AckExplicitPolicy, Metadata: managed}},
 				"audit":   {Name: "audit", Config: jetstream.ConsumerConfig{Durable: "audit", AckPolicy: jetstream.AckNonePolicy}},
+				// Neither re-seated nor checked: an ephemeral consumer, and a
+				// mirror's reader.
+				"watch1": {Name: "watch1", Config: jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}},
+				"mirror": {Name: "mirror", Config: jetstream.ConsumerConfig{Durable: "mirror", AckPolicy: jetstream.AckNonePolicy, Metadata: map[string]string{"_nats.mirror.BACKUP": "1"}}},
 			},
 		},
 	}

@@ -187,7 +187,8 @@ func effectiveStream(name string, declared map[string]*Resource, live *Live) *je
 
 // stayingConsumers are the live consumers of a stream that apply leaves in
 // place and does not redeclare: none when the stream is created or
-// replaced, and not those the plan deletes.
+// replaced, only those a migration re-seats, and not those the plan
+// deletes.
 func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Live) []*jetstream.ConsumerInfo {
 	if streamPlan != nil && (streamPlan.Action == ActionCreate || streamPlan.Action == ActionReplace || streamPlan.Action == ActionDelete) {
 		return nil
@@ -204,9 +205,12 @@ func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Li
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	migrated := streamPlan != nil && streamPlan.Action == ActionMigrate
 	for _, name := range names {
-		if !planned[name] {
-			out = append(out, live.Consumers[stream][name])
+		ci := live.Consumers[stream][name]
+		// A migration leaves behind the consumers it does not re-seat.
+		if !planned[name] && (!migrated || migratesConsumer(&ci.Config)) {
+			out = append(out, ci)
 		}
 	}
 	return out
@@ -266,8 +270,8 @@ func migratedConsumerProblems(target *jetstream.StreamConfig, p *Plan, live *Liv
 		}
 	}
 	names := make([]string, 0, len(live.Consumers[target.Name]))
-	for name := range live.Consumers[target.Name] {
-		if !gone[name] {
+	for name, ci := range live.Consumers[target.Name] {
+		if !gone[name] && migratesConsumer(&ci.Config) {
 			names = append(names, name)
 		}
 	}
