@@ -1,9 +1,6 @@
 package migrate
 
 import (
-	"os"
-	"syscall"
-
 	"github.com/jetctl/jetctl/cmd/factory"
 )
 
@@ -21,8 +18,7 @@ func KillAt(f *factory.Factory) func(string) {
 	}
 	return func(step string) {
 		if step == at {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
+			killSelf()
 		}
 	}
 }
