@@ -229,12 +229,15 @@ type migrationProgress struct {
 	disabled bool
 	bar      *factory.Progress
 	key      string
+	copied   uint64
 }
 
 func (m *migrationProgress) update(resource string, p migrate.Progress) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if key := resource + "\x00" + p.Phase; key != m.key {
+	// A new resource or phase gets a bar of its own, and so does the copy
+	// back of a replacement's second move (the count starts over).
+	if key := resource + "\x00" + p.Phase; key != m.key || p.Copied < m.copied {
 		m.done()
 		total := int64(-1)
 		if p.Total > 0 {
@@ -244,6 +247,7 @@ func (m *migrationProgress) update(resource string, p migrate.Progress) {
 		m.key = key
 	}
 	m.bar.Set(int64(p.Copied))
+	m.copied = p.Copied
 }
 
 func (m *migrationProgress) finish() {
@@ -254,7 +258,7 @@ func (m *migrationProgress) finish() {
 
 func (m *migrationProgress) done() {
 	m.bar.Finish()
-	m.bar, m.key = nil, ""
+	m.bar, m.key, m.copied = nil, "", 0
 }
 
 func destructiveSummary(pl *pkgplan.Plan) string {
