@@ -71,6 +71,9 @@ type ApplyOptions struct {
 	// Progress, if set, is called while a migration copies, with the
 	// migrated resource's label.
 	Progress func(resource string, p migrate.Progress)
+	// AtStep, if set, is called at each step of a migration
+	// (migrate.ReplaceOptions.AtStep): the kill-and-rerun tests die there.
+	AtStep func(step string)
 }
 
 // Apply makes the server match p: deletions first (consumers before their
@@ -280,7 +283,7 @@ func buildSteps(js jetstream.JetStream, p *Plan, live *Live, opts ApplyOptions) 
 			return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
 		}
 		if rp.Action == ActionMigrate {
-			st, err := migrateStep(js, rp, r, live, opts.Progress)
+			st, err := migrateStep(js, rp, r, live, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -566,7 +569,7 @@ const (
 // messages, sequences and consumer positions (migrate.Replace). The
 // stream keeps jetctl's managed mark as it was: a migration is not a
 // create.
-func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, progress func(string, migrate.Progress)) (Step, error) {
+func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, aopts ApplyOptions) (Step, error) {
 	st := Step{Resource: rp.Label(), Op: ActionMigrate}
 	si := live.Streams[r.StreamName()]
 	if si == nil {
@@ -582,9 +585,9 @@ func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Li
 	}
 	label := rp.Label()
 	st.run = func(ctx context.Context, st *Step) error {
-		opts := migrate.ReplaceOptions{}
-		if progress != nil {
-			opts.Progress = func(p migrate.Progress) { progress(label, p) }
+		opts := migrate.ReplaceOptions{AtStep: aopts.AtStep}
+		if aopts.Progress != nil {
+			opts.Progress = func(p migrate.Progress) { aopts.Progress(label, p) }
 		}
 		sum, err := replaceStream(ctx, js, *target, opts)
 		st.Migration = sum

@@ -37,6 +37,10 @@ type Migration struct {
 	EstimateError string         `json:"estimate_error,omitempty"`
 }
 
+// migrateStateKey is the metadata key in which pkg/migrate keeps a move's
+// state on its streams until the move is done (unexported there).
+const migrateStateKey = "jetctl.migrate"
+
 // migrationTempSuffix is what migrate.TempName appends to a stream's name.
 var migrationTempSuffix = migrate.TempName("")
 
@@ -154,7 +158,8 @@ func migrationTarget(r *Resource, si *jetstream.StreamInfo) (*jetstream.StreamCo
 // into, the temporary stream holds the data, the subjects and the
 // consumers, and stands for the stream. live itself is not changed.
 func resumeView(live *Live, desired *Desired) *Live {
-	out := &Live{Streams: make(map[string]*jetstream.StreamInfo, len(live.Streams)), Consumers: make(map[string]map[string]*jetstream.ConsumerInfo, len(live.Consumers))}
+	out := &Live{Streams: make(map[string]*jetstream.StreamInfo, len(live.Streams)), Consumers: make(map[string]map[string]*jetstream.ConsumerInfo, len(live.Consumers)),
+		StandIns: map[string]string{}}
 	for k, v := range live.Streams {
 		out.Streams[k] = v
 	}
@@ -174,6 +179,7 @@ func resumeView(live *Live, desired *Desired) *Live {
 		alias.Config.Name = name
 		out.Streams[name] = &alias
 		out.Consumers[name] = live.Consumers[temp.Config.Name]
+		out.StandIns[name] = temp.Config.Name
 	}
 	return out
 }
@@ -217,7 +223,12 @@ func migratesConsumer(c *jetstream.ConsumerConfig) bool {
 // plan, since creating or updating the stream now could strand the data.
 func planResume(rp *ResourcePlan, live *Live, temp string, migrating bool) {
 	rp.Warnings = append(rp.Warnings, fmt.Sprintf("stream %q, left by an interrupted migration, holds data of this one: apply --migrate finishes the migration", temp))
-	if !migrating || rp.Action == ActionMigrate {
+	if !migrating {
+		return
+	}
+	// What differs is the migration's own doing, not a change outside jetctl.
+	rp.Drift = false
+	if rp.Action == ActionMigrate {
 		return
 	}
 	rp.Action = ActionMigrate
@@ -234,13 +245,17 @@ func planResume(rp *ResourcePlan, live *Live, temp string, migrating bool) {
 // estimateMigrations asks the engine how long each migration in p copies
 // and how long the writes stop. An estimate that fails leaves the numbers
 // null and says why: the estimate informs the plan, it does not decide it.
-func estimateMigrations(ctx context.Context, js jetstream.JetStream, p *Plan) {
+func estimateMigrations(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live) {
 	for _, rp := range p.Resources {
 		m := rp.Migration
 		if rp.Action != ActionMigrate || m == nil {
 			continue
 		}
-		est, err := estimateReplace(ctx, js, m.Stream)
+		name := m.Stream
+		if standIn := live.StandIns[name]; standIn != "" {
+			name = standIn // it holds the data now
+		}
+		est, err := estimateReplace(ctx, js, name)
 		if err != nil {
 			m.EstimateError = strings.TrimPrefix(err.Error(), "nats: ")
 			rp.Warnings = append(rp.Warnings, "copy time and write outage not estimated: "+m.EstimateError)

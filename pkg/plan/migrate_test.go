@@ -380,7 +380,7 @@ func TestEstimateMigrations(t *testing.T) {
 		}
 		return &migrate.Estimate{Messages: 531, Bytes: 66_100, Consumers: 2, CopyTime: 40 * time.Millisecond, Outage: 5 * time.Millisecond}, nil
 	}
-	estimateMigrations(context.Background(), nil, p)
+	estimateMigrations(context.Background(), nil, p, migrationLive())
 	m := resource(t, p, "stream ORDERS").Migration
 	if m.Messages != 531 || m.CopyTime == nil || *m.CopyTime != 40*time.Millisecond || m.Outage == nil || *m.Outage != 5*time.Millisecond {
 		t.Errorf("migration %+v", m)
@@ -396,7 +396,7 @@ func TestEstimateMigrations(t *testing.T) {
 	estimateReplace = func(context.Context, jetstream.JetStream, string) (*migrate.Estimate, error) {
 		return nil, errors.New("no")
 	}
-	estimateMigrations(context.Background(), nil, p)
+	estimateMigrations(context.Background(), nil, p, migrationLive())
 	rp := resource(t, p, "stream ORDERS")
 	data, _ = json.Marshal(rp.Migration)
 	if !strings.Contains(string(data), `"copy_time_ns":null,"outage_ns":null,"estimate_error":"no"`) || len(rp.Warnings) != 1 {
@@ -563,6 +563,16 @@ func TestMigrationResume(t *testing.T) {
 			if c := resource(t, p, "consumer ORDERS/billing"); c.Action != ActionNone {
 				t.Errorf("billing: %s, want no-op (the engine moves it)", c.Action)
 			}
+			defer func(f func(context.Context, jetstream.JetStream, string) (*migrate.Estimate, error)) {
+				estimateReplace = f
+			}(estimateReplace)
+			estimateReplace = func(_ context.Context, _ jetstream.JetStream, name string) (*migrate.Estimate, error) {
+				if name != temp {
+					t.Errorf("estimate of %q, want of %q, which holds the data", name, temp)
+				}
+				return &migrate.Estimate{Messages: 530}, nil
+			}
+			estimateMigrations(context.Background(), nil, p, live)
 			if problems := CheckServer(p, live, ServerLimits{}); len(problems) != 0 {
 				t.Errorf("problems %v", problems)
 			}

@@ -184,7 +184,7 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	if err := assessDataLoss(ctx, js, p, live); err != nil {
 		return nil, nil, err
 	}
-	estimateMigrations(ctx, js, p)
+	estimateMigrations(ctx, js, p, live)
 	lim, err := FetchServerLimits(ctx, js)
 	if err != nil {
 		return nil, nil, err
