@@ -132,7 +132,9 @@ func migrationTarget(r *Resource, si *jetstream.StreamInfo) (*jetstream.StreamCo
 		cfg := si.Config
 		cfg.Metadata = nil
 		for k, v := range si.Config.Metadata {
-			if !strings.HasPrefix(k, "_nats.") {
+			// The server's keys are the server's to set, and the state of an
+			// interrupted migration the engine's to read where it keeps it.
+			if !strings.HasPrefix(k, "_nats.") && k != migrateStateKey {
 				if cfg.Metadata == nil {
 					cfg.Metadata = map[string]string{}
 				}

@@ -30,7 +30,7 @@ func migrationLive() *Live {
 				State: jetstream.StreamState{Msgs: 530, Bytes: 66_000}},
 			"KV_cfg": {Config: jetstream.StreamConfig{Name: "KV_cfg", Subjects: []string{"$KV.cfg.>"}, MaxMsgsPerSubject: 10,
 				AllowRollup: true, DenyDelete: true, AllowDirect: true, Discard: jetstream.DiscardNew,
-				Metadata: map[string]string{"_nats.level": "1"}},
+				Metadata: map[string]string{"_nats.level": "1", migrateStateKey: "{}"}},
 				State: jetstream.StreamState{Msgs: 3, Bytes: 300}},
 			"OBJ_files": {Config: jetstream.StreamConfig{Name: "OBJ_files", Subjects: []string{"$O.files.C.>", "$O.files.M.>"}, AllowRollup: true, AllowDirect: true, Discard: jetstream.DiscardNew},
 				State: jetstream.StreamState{Msgs: 4, Bytes: 4096}},
@@ -200,7 +200,7 @@ object_stores:
 		}
 		want := si.Config
 		want.Storage = jetstream.MemoryStorage
-		want.Metadata = nil // the server's _nats.* keys are the server's to set
+		want.Metadata = nil // the server's and the engine's keys are theirs to set
 		if !reflect.DeepEqual(*target, want) {
 			t.Errorf("%s: target\n%+v\nwant\n%+v", id, *target, want)
 		}
