@@ -230,8 +230,11 @@ func printPlan(w io.Writer, p *pkgplan.Plan, destroyAllowed bool) {
 			fmt.Fprintln(w, "This plan loses data: apply needs --allow-destroy.")
 		}
 		if n := migratable(p); n > 0 && !p.Migrate {
-			fmt.Fprintf(w, "With --migrate, %s would keep %s data and consumer positions instead.\n",
-				plural(n, "replacement"), map[bool]string{true: "its", false: "their"}[n == 1])
+			their := "their"
+			if n == 1 {
+				their = "its"
+			}
+			fmt.Fprintf(w, "With --migrate, %s would keep %s data and consumer positions instead.\n", plural(n, "replacement"), their)
 		}
 	}
 }
@@ -255,7 +258,9 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func hasDetails(r *pkgplan.ResourcePlan) bool { return len(r.Changes) > 0 || len(r.Warnings) > 0 }
+func hasDetails(r *pkgplan.ResourcePlan) bool {
+	return len(r.Changes) > 0 || len(r.Warnings) > 0 || r.Migration != nil
+}
 
 func displayName(r *pkgplan.ResourcePlan) string {
 	if r.Kind == pkgplan.KindConsumer {
@@ -342,8 +347,8 @@ func keptLine(m *pkgplan.Migration) string {
 }
 
 // migrationLine is what a migration moves and how long it takes: "530
-// messages (66 KiB) copied twice, 2 consumers re-seated, copy about 40ms,
-// write outage about 5ms".
+// messages (66 KiB) copied twice, through ORDERS_JETCTL_MIGRATE, 2
+// consumers re-seated; copy about 40ms, write outage about 5ms".
 func migrationLine(m *pkgplan.Migration) string {
 	s := fmt.Sprintf("%s (%s) copied twice, through %s", plural(int(m.Messages), "message"), humanize.IBytes(m.Bytes), m.Via)
 	if m.Consumers > 0 {
