@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ type applyOptions struct {
 type applyOutput struct {
 	Plan   *pkgplan.Plan        `json:"plan"`
 	Result *pkgplan.ApplyResult `json:"result"`
+	// Migrations are, in a dry run, the migrations the engine checked:
+	// what each would move.
+	Migrations []pkgplan.Step `json:"migrations,omitempty"`
 }
 
 // NewCmdApply returns `jetctl apply`.
@@ -147,10 +151,17 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		printPlan(f.IO.Out, pl, o.AllowDestroy)
 	}
 	if !pl.Changed() || o.DryRun {
+		var checked []pkgplan.Step
+		if o.DryRun && pl.Summary.Migrate > 0 {
+			if checked, err = pkgplan.CheckMigrations(ctx, js, pl, live); err != nil {
+				return err
+			}
+		}
 		if text {
+			printChecked(f.IO.Out, checked)
 			return nil
 		}
-		return p.Print(applyOutput{Plan: pl, Result: &pkgplan.ApplyResult{Done: []pkgplan.Step{}, NotDone: []pkgplan.Step{}}}, nil)
+		return p.Print(applyOutput{Plan: pl, Result: &pkgplan.ApplyResult{Done: []pkgplan.Step{}, NotDone: []pkgplan.Step{}}, Migrations: checked}, nil)
 	}
 	if pl.Summary.Destructive && !o.AllowDestroy {
 		return exitcode.Newf(exitcode.Destructive, "refusing to %s without --allow-destroy; nothing was changed", destructiveSummary(pl))
@@ -220,6 +231,26 @@ func migratedLine(sum *migrate.Summary) string {
 	}
 	return fmt.Sprintf(" (%s kept, sequences %d to %d, %s re-seated, write outage %s)",
 		plural(int(sum.Messages), "message"), sum.FirstSeq, sum.LastSeq, plural(len(sum.Consumers), "consumer"), approx(sum.WriteOutage))
+}
+
+// printChecked shows what the engine's dry run says each migration would
+// move: the messages, and each consumer's position.
+func printChecked(w io.Writer, checked []pkgplan.Step) {
+	if len(checked) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nDry run: the migrations would start from")
+	for _, st := range checked {
+		sum := st.Migration
+		if sum == nil {
+			fmt.Fprintf(w, "  %s: %s\n", st.Resource, st.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %s, sequences %d to %d\n", st.Resource, plural(int(sum.Messages), "message"), sum.FirstSeq, sum.LastSeq)
+		for _, c := range sum.Consumers {
+			fmt.Fprintf(w, "    consumer %q: acknowledged to %d, %d pending (delivered again)\n", c.Name, c.AckFloor, c.Pending)
+		}
+	}
 }
 
 // migrationProgress shows a bar on stderr, when it is a terminal, while a

@@ -571,17 +571,9 @@ const (
 // create.
 func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, aopts ApplyOptions) (Step, error) {
 	st := Step{Resource: rp.Label(), Op: ActionMigrate}
-	si := live.Streams[r.StreamName()]
-	if si == nil {
-		return st, fmt.Errorf("%s: not on the server, nothing to migrate", rp.Label())
-	}
-	target, err := migrationTarget(r, si)
+	target, err := markedTarget(rp, r, live)
 	if err != nil {
-		return st, fmt.Errorf("%s: %w", rp.Label(), err)
-	}
-	if r.Kind == KindStream {
-		managed := si.Config.Metadata[ManagedKey] == "true"
-		target.Metadata = withMarks(target.Metadata, managed, hashView(view(r.Kind, r.config(), nil)))
+		return st, err
 	}
 	label := rp.Label()
 	st.run = func(ctx context.Context, st *Step) error {
@@ -594,4 +586,60 @@ func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Li
 		return err
 	}
 	return st, nil
+}
+
+// markedTarget is the config migrate.Replace gets for rp: the migration's
+// target (see migrationTarget), with jetctl's marks on a stream.
+func markedTarget(rp *ResourcePlan, r *Resource, live *Live) (*jetstream.StreamConfig, error) {
+	si := live.Streams[r.StreamName()]
+	if si == nil {
+		return nil, fmt.Errorf("%s: not on the server, nothing to migrate", rp.Label())
+	}
+	target, err := migrationTarget(r, si)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rp.Label(), err)
+	}
+	if r.Kind == KindStream {
+		managed := si.Config.Metadata[ManagedKey] == "true"
+		target.Metadata = withMarks(target.Metadata, managed, hashView(view(r.Kind, r.config(), nil)))
+	}
+	return target, nil
+}
+
+// CheckMigrations asks the engine, changing nothing, whether each
+// migration of p would start, and what it would move (migrate.Replace's
+// dry run): one step per migration, its Migration the engine's summary.
+// The first migration the engine refuses is the error, naming it.
+func CheckMigrations(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
+	desired, err := DesiredFromPlan(p)
+	if err != nil {
+		return nil, err
+	}
+	steps := []Step{}
+	for _, rp := range p.Resources {
+		if rp.Action != ActionMigrate {
+			continue
+		}
+		r := desired.find(rp.Kind, rp.Stream, rp.Name)
+		if r == nil {
+			return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
+		}
+		if _, ok := interrupted(live, r.StreamName()); ok {
+			// Finishing an interrupted migration: migrate.Replace's dry run
+			// does not stop before a second move (it would run it), so it
+			// is not asked.
+			steps = append(steps, Step{Resource: rp.Label(), Op: ActionMigrate, Error: "not checked: it finishes an interrupted migration"})
+			continue
+		}
+		target, err := markedTarget(rp, r, live)
+		if err != nil {
+			return nil, err
+		}
+		sum, err := replaceStream(ctx, js, *target, migrate.ReplaceOptions{DryRun: true})
+		if err != nil {
+			return nil, fmt.Errorf("%s: the migration would fail: %w", rp.Label(), err)
+		}
+		steps = append(steps, Step{Resource: rp.Label(), Op: ActionMigrate, Migration: sum})
+	}
+	return steps, nil
 }

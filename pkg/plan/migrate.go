@@ -48,6 +48,28 @@ var migrationTempSuffix = migrate.TempName("")
 // through.
 func migrationTemp(stream string) string { return migrate.TempName(stream) }
 
+// interrupted returns the temporary stream of a migration of stream that
+// has not finished: one that holds the engine's state (the temporary
+// stream while either move runs or between them, or the stream itself
+// during the second move). A stream that only has the temporary name is
+// not a migration's: it is in the way (see planMigration).
+func interrupted(live *Live, stream string) (string, bool) {
+	temp := migrationTemp(stream)
+	ti := live.Streams[temp]
+	if ti == nil {
+		return "", false
+	}
+	if _, ok := ti.Config.Metadata[migrateStateKey]; ok {
+		return temp, true
+	}
+	if si := live.Streams[stream]; si != nil {
+		if _, ok := si.Config.Metadata[migrateStateKey]; ok {
+			return temp, true
+		}
+	}
+	return "", false
+}
+
 // migrationTempOf returns the stream whose migration passes through the
 // temporary stream name, if name is one.
 func migrationTempOf(name string) (string, bool) {
@@ -76,6 +98,8 @@ func planMigration(rp *ResourcePlan, live *Live, migrating bool) {
 	rp.Migration = m
 	if reason := unmigratable(rp); reason != "" {
 		m.Reason = reason
+	} else if temp := live.Streams[migrate.TempName(name)]; temp != nil && live.StandIns[name] == "" && !hasState(temp) && !hasState(si) {
+		m.Reason = fmt.Sprintf("stream %q, which is not a migration's, has the name the migration passes through", temp.Config.Name)
 	} else if target, err := migrationTarget(rp.res, si); err != nil {
 		m.Reason = err.Error()
 	} else if err := migrate.Migratable(si.Config, *target); err != nil {
@@ -173,10 +197,11 @@ func resumeView(live *Live, desired *Desired) *Live {
 			continue
 		}
 		name := r.StreamName()
-		temp := live.Streams[migrationTemp(name)]
-		if si := live.Streams[name]; temp == nil || (si != nil && si.Config.Mirror == nil) {
+		tempName, ok := interrupted(live, name)
+		if si := live.Streams[name]; !ok || (si != nil && si.Config.Mirror == nil) {
 			continue
 		}
+		temp := live.Streams[tempName]
 		alias := *temp
 		alias.Config.Name = name
 		out.Streams[name] = &alias
@@ -184,6 +209,12 @@ func resumeView(live *Live, desired *Desired) *Live {
 		out.StandIns[name] = temp.Config.Name
 	}
 	return out
+}
+
+// hasState reports whether a stream holds a migration's state.
+func hasState(si *jetstream.StreamInfo) bool {
+	_, ok := si.Config.Metadata[migrateStateKey]
+	return ok
 }
 
 // reseated counts the consumers a migration of the stream re-seats: its

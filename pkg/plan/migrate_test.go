@@ -335,7 +335,7 @@ func TestMigrationToWorkqueueChecksLiveConsumers(t *testing.T) {
 func TestMigrationTempStream(t *testing.T) {
 	live := migrationLive()
 	temp := migrate.TempName("ORDERS")
-	live.Streams[temp] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: temp, Metadata: map[string]string{ManagedKey: "true"}}}
+	live.Streams[temp] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: temp, Metadata: map[string]string{ManagedKey: "true", migrateStateKey: "{}"}}}
 	live.Consumers[temp] = map[string]*jetstream.ConsumerInfo{"billing": {Name: "billing", Config: jetstream.ConsumerConfig{Durable: "billing", Metadata: map[string]string{ManagedKey: "true"}}}}
 	p, err := Compute(loadPlan(t, ordersMemory), live, Options{Prune: true})
 	if err != nil {
@@ -530,6 +530,7 @@ func TestMigrationResume(t *testing.T) {
 		live := migrationLive()
 		moved := *live.Streams["ORDERS"]
 		moved.Config.Name = temp
+		moved.Config.Metadata = map[string]string{ManagedKey: "true", migrateStateKey: `{"phase":"held"}`}
 		live.Streams[temp] = &moved
 		live.Consumers[temp] = live.Consumers["ORDERS"]
 		delete(live.Streams, "ORDERS")
@@ -590,7 +591,8 @@ func TestMigrationResume(t *testing.T) {
 	// The stream still holds the data (the first hop was copying): it
 	// stands for itself, and --migrate starts over from it.
 	live := migrationLive()
-	live.Streams[temp] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: temp, Mirror: &jetstream.StreamSource{Name: "ORDERS"}}}
+	live.Streams[temp] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: temp, Mirror: &jetstream.StreamSource{Name: "ORDERS"},
+		Metadata: map[string]string{migrateStateKey: `{"phase":"copying"}`}}}
 	desired := loadPlan(t, strings.Replace(ordersMemory, "storage: memory", "storage: file", 1))
 	view := resumeView(live, desired)
 	if view.Streams["ORDERS"] != live.Streams["ORDERS"] {
@@ -603,5 +605,29 @@ func TestMigrationResume(t *testing.T) {
 	p, _ = Compute(desired, view, Options{})
 	if problems := CheckServer(p, view, ServerLimits{}); len(problems) != 1 {
 		t.Errorf("without --migrate, unchanged stream: problems %v, want the interrupted migration", problems)
+	}
+}
+
+// A stream that only has the temporary name, without a migration's state,
+// is in the way: no migration, no resume, and no refusal of the plan.
+func TestMigrationTempNameInTheWay(t *testing.T) {
+	live := migrationLive()
+	temp := migrate.TempName("ORDERS")
+	live.Streams[temp] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: temp, Subjects: []string{"other.>"}}}
+	desired := loadPlan(t, ordersMemory)
+	view := resumeView(live, desired)
+	p, err := Compute(desired, view, Options{Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := resource(t, p, "stream ORDERS")
+	if rp.Action != ActionReplace || rp.Migration.Migratable || !strings.Contains(rp.Migration.Reason, "which is not a migration's, has the name the migration passes through") {
+		t.Errorf("%s %+v, want a replacement: the name is taken", rp.Action, rp.Migration)
+	}
+	if len(rp.Warnings) != 0 {
+		t.Errorf("warnings %q", rp.Warnings)
+	}
+	if problems := CheckServer(p, view, ServerLimits{}); len(problems) != 0 {
+		t.Errorf("problems %v", problems)
 	}
 }

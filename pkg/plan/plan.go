@@ -206,7 +206,7 @@ func Compute(desired *Desired, live *Live, opts Options) (*Plan, error) {
 		}
 		rp := planResource(r, live, nil, nil)
 		planMigration(rp, live, opts.Migrate)
-		if temp := migrationTemp(r.StreamName()); live.Streams[temp] != nil {
+		if temp, ok := interrupted(live, r.StreamName()); ok {
 			planResume(rp, live, temp, opts.Migrate)
 		}
 		byStream[r.StreamName()] = rp

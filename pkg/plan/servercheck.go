@@ -92,8 +92,10 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 	}
 	for _, rp := range p.Resources {
 		r := rp.res
-		if r != nil && r.Kind != KindConsumer && rp.Action != ActionMigrate && live.Streams[migrationTemp(r.StreamName())] != nil {
-			add(r, "", "stream %q, left by an interrupted migration, holds its data: finish the migration with jetctl apply --migrate first", migrationTemp(r.StreamName()))
+		if r != nil && r.Kind != KindConsumer && rp.Action != ActionMigrate {
+			if temp, ok := interrupted(live, r.StreamName()); ok {
+				add(r, "", "stream %q, left by an interrupted migration, holds its data: finish the migration with jetctl apply --migrate first", temp)
+			}
 		}
 		if r == nil || rp.Action == ActionNone || rp.Action == ActionDelete {
 			continue
