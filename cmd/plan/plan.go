@@ -55,7 +55,8 @@ exit 2, as are problems in the files.
 applies as long as the server still matches it.
 
 --detailed-exitcode: exit 0 when in sync, 8 when changes are pending, 9 when
-destructive changes (replace, delete, data loss) are pending.`,
+destructive changes (replace, delete, data loss) are pending. A migration
+is a change, not a destructive one (8).`,
 		Example: `  jetctl plan -f examples/orders.yaml
   jetctl plan -f plans/ --var ENV=prod --detailed-exitcode
   jetctl plan -f plans/ --prune -o json > plan.json
