@@ -197,7 +197,11 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 	msgs := fmt.Sprintf("%s (%s, seq %d..%d)", english.Plural(int(s.Messages), "message", "messages"), humanize.IBytes(s.Bytes), s.FirstSeq, s.LastSeq)
 	var cons []string
 	for _, c := range s.Consumers {
-		cons = append(cons, fmt.Sprintf("%s (ack floor %d, %d pending)", c.Name, c.AckFloor, c.Pending))
+		note := ""
+		if c.Changed != "" {
+			note = "; " + c.Changed
+		}
+		cons = append(cons, fmt.Sprintf("%s (ack floor %d, %d pending%s)", c.Name, c.AckFloor, c.Pending, note))
 	}
 	consumers := english.Plural(len(s.Consumers), "consumer", "consumers")
 	if len(cons) > 0 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/logger"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/jetctl/jetctl/pkg/retry"
 )
@@ -46,6 +48,18 @@ type Config struct {
 	// accounts) each node starts from; the fields above override its
 	// listen address, JetStream and store settings.
 	ConfigFile string
+	// Domain is the JetStream domain of every node; empty for none. A
+	// server in a domain answers its API on $JS.<Domain>.API as well.
+	Domain string
+	// LeafListen makes every node accept leaf node connections on Host, on
+	// a port the OS picks (kept across restarts); LeafURL is the first
+	// node's.
+	LeafListen bool
+	// LeafRemotes are leaf node URLs (nats-leaf://host:port) of another
+	// server, e.g. its LeafURL: every node connects to them as a leaf node,
+	// in the global account. Start waits (ReadyTimeout) until every node's
+	// leaf connection is up; Restart does not.
+	LeafRemotes []string
 }
 
 // Cluster is a running set of servers. A single server is a cluster of one.
@@ -103,6 +117,22 @@ func Start(cfg Config) (*Cluster, error) {
 		opts.Host, opts.Port = cfg.Host, server.RANDOM_PORT
 		opts.JetStream, opts.StoreDir = !cfg.NoJetStream, c.cfg.StoreDir
 		opts.NoSigs, opts.NoLog = true, !cfg.Log
+		opts.JetStreamDomain = cfg.Domain
+		if cfg.LeafListen {
+			opts.LeafNode.Host, opts.LeafNode.Port = cfg.Host, server.RANDOM_PORT
+		}
+		if len(cfg.LeafRemotes) > 0 {
+			var urls []*url.URL
+			for _, r := range cfg.LeafRemotes {
+				u, err := url.Parse(r)
+				if err != nil {
+					c.Shutdown()
+					return nil, fmt.Errorf("leaf remote %q: %w", r, err)
+				}
+				urls = append(urls, u)
+			}
+			opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: urls}}
+		}
 		if i == 0 && cfg.Port != 0 {
 			opts.Port = cfg.Port
 		}
@@ -131,7 +161,62 @@ func Start(cfg Config) (*Cluster, error) {
 		c.Shutdown()
 		return nil, err
 	}
+	if len(cfg.LeafRemotes) > 0 {
+		if err := c.waitLeafConnected(cfg.ReadyTimeout); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// WaitDomains waits until a client of each of a and b gets an answer from
+// the JetStream API of the other's domain (Config.Domain of both set and
+// connected by a leaf node), i.e. until interest has crossed the leaf
+// connection both ways.
+func WaitDomains(a, b *Cluster, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, p := range []struct{ from, to *Cluster }{{a, b}, {b, a}} {
+		nc, err := nats.Connect(p.from.URL())
+		if err != nil {
+			return err
+		}
+		subj := "$JS." + p.to.cfg.Domain + ".API.INFO"
+		for {
+			_, err := nc.Request(subj, nil, time.Second)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				nc.Close()
+				return fmt.Errorf("embedded server: no answer on %s: %w", subj, err)
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		nc.Close()
+	}
+	return nil
+}
+
+// waitLeafConnected waits until every running node has a leaf node
+// connection.
+func (c *Cluster) waitLeafConnected(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		connected := true
+		for _, srv := range c.Servers() {
+			if srv.NumLeafNodes() == 0 {
+				connected = false
+			}
+		}
+		if connected {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("embedded server: no leaf node connection to %s after %s", strings.Join(c.cfg.LeafRemotes, ", "), timeout)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
 
 // startNodes starts every node, a cluster's on newly picked route ports.
@@ -208,9 +293,14 @@ func (c *Cluster) startNode(n *node) error {
 			return fmt.Errorf("server %s: not ready for connections after %s", n.opts.ServerName, c.cfg.ReadyTimeout)
 		}
 	}
-	// Restarts reuse the port the node first got.
+	// Restarts reuse the ports the node first got.
 	if addr, ok := srv.Addr().(*net.TCPAddr); ok {
 		n.opts.Port = addr.Port
+	}
+	if n.opts.LeafNode.Port != 0 {
+		if v, err := srv.Varz(nil); err == nil && v.LeafNode.Port > 0 {
+			n.opts.LeafNode.Port = v.LeafNode.Port
+		}
 	}
 	n.srv = srv
 	return nil
@@ -282,6 +372,22 @@ func (c *Cluster) URLs() []string {
 		}
 	}
 	return urls
+}
+
+// LeafURL is the leaf node URL (nats-leaf://host:port) of the first running
+// node, "" unless Config.LeafListen.
+func (c *Cluster) LeafURL() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			if n.opts.LeafNode.Port <= 0 {
+				return ""
+			}
+			return fmt.Sprintf("nats-leaf://%s", net.JoinHostPort(n.opts.LeafNode.Host, strconv.Itoa(n.opts.LeafNode.Port)))
+		}
+	}
+	return ""
 }
 
 // ServerURLs is URLs joined with commas, the form NATS_URL takes.

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 func busyPort(t *testing.T) int {
@@ -111,5 +113,82 @@ func TestRestartWaitsForItsPort(t *testing.T) {
 	}
 	if got := c.nodes[0].opts.Port; got != port {
 		t.Errorf("restarted on port %d, want %d", got, port)
+	}
+}
+
+// A hub in domain "hub" and a leaf node server in domain "leaf" connected
+// to it: each answers its own JetStream API, and a client of either
+// reaches the other's through $JS.<domain>.API.
+func TestLeafNodeDomains(t *testing.T) {
+	hub, err := Start(Config{StoreDir: t.TempDir(), Domain: "hub", LeafListen: true, ReadyTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Shutdown()
+	if !strings.HasPrefix(hub.LeafURL(), "nats-leaf://127.0.0.1:") || strings.HasSuffix(hub.LeafURL(), ":-1") {
+		t.Fatalf("LeafURL %q", hub.LeafURL())
+	}
+	leaf, err := Start(Config{StoreDir: t.TempDir(), Domain: "leaf", LeafRemotes: []string{hub.LeafURL()}, ReadyTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaf.Shutdown()
+	if leaf.LeafURL() != "" {
+		t.Errorf("leaf without LeafListen has LeafURL %q", leaf.LeafURL())
+	}
+	if n := leaf.Servers()[0].NumLeafNodes(); n != 1 {
+		t.Fatalf("leaf has %d leaf connections after Start, want 1", n)
+	}
+	for _, tc := range []struct {
+		from   *Cluster
+		domain string
+	}{{hub, "hub"}, {hub, "leaf"}, {leaf, "leaf"}, {leaf, "hub"}} {
+		nc, err := nats.Connect(tc.from.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			Domain string `json:"domain"`
+		}
+		// Interest crosses the leaf connection a moment after it is up.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			msg, err := nc.Request("$JS."+tc.domain+".API.INFO", nil, time.Second)
+			if err == nil {
+				if err := json.Unmarshal(msg.Data, &info); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("$JS.%s.API.INFO: %v", tc.domain, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		nc.Close()
+		if info.Domain != tc.domain {
+			t.Errorf("$JS.%s.API.INFO answered by domain %q", tc.domain, info.Domain)
+		}
+	}
+	if err := WaitDomains(hub, leaf, 10*time.Second); err != nil {
+		t.Errorf("WaitDomains: %v", err)
+	}
+	// A restarted hub listens on its old leaf port: the leaf reconnects.
+	port := hub.LeafURL()
+	if err := hub.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	if hub.LeafURL() != port {
+		t.Errorf("restarted hub's LeafURL %q, want %q", hub.LeafURL(), port)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for hub.Servers()[0].NumLeafNodes() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("leaf did not reconnect to the restarted hub")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

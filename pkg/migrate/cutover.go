@@ -111,7 +111,10 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	}
 	for _, c := range st.Consumers {
 		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
-			return nil, err
+			if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
+				return nil, fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
+			}
+			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", err)
 		}
 	}
 	step("consumers seated")
@@ -121,6 +124,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	final := st.Final
 	final.Mirror = nil
 	final.Sealed = false // sealing, if declared, comes last
+	final.MirrorDirect = false
 	if final.Metadata == nil {
 		final.Metadata = map[string]string{}
 	}
@@ -185,10 +189,14 @@ func (m *mover) settle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]b
 		if err != nil {
 			return nil, nil, err
 		}
-		if lastPresent == 0 && tinfo.State.LastSeq < sinfo.State.LastSeq {
-			// Nothing stored in the source: wait for the mirror to have seen
-			// its end (its lag reported zero), then empty the target.
-			lastPresent = tinfo.State.LastSeq
+		if tinfo.State.LastSeq < sinfo.State.LastSeq && round < 10 {
+			carried, err := m.carryEnd(ctx, sinfo)
+			if err != nil {
+				return nil, nil, err
+			}
+			if carried {
+				continue
+			}
 		}
 		changed, err := m.applyDeletes(ctx, sinfo, deleted)
 		if err != nil {
@@ -198,6 +206,51 @@ func (m *mover) settle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]b
 			return sinfo, deleted, nil
 		}
 	}
+}
+
+// carryEnd brings the target's last sequence up to the source's when the
+// source's last messages were deleted (a mirror copies only what is
+// stored, so its next sequence would be lower than the source's): it
+// publishes a marker to the source's placeholder subject, waits for the
+// mirror to copy it, and deletes it from both. It does nothing, and the
+// consumers are seated no further than the target's end, when the marker
+// could push a message out of the source (at its message or byte limit),
+// could not be deleted, or would not be kept (interest retention).
+func (m *mover) carryEnd(ctx context.Context, sinfo *jetstream.StreamInfo) (bool, error) {
+	c, st := sinfo.Config, sinfo.State
+	if c.Retention == jetstream.InterestPolicy || c.DenyDelete || c.Sealed ||
+		(c.MaxMsgs > 0 && int64(st.Msgs) >= c.MaxMsgs) || (c.MaxBytes > 0 && int64(st.Bytes)+1024 > c.MaxBytes) {
+		return false, nil
+	}
+	ack, err := m.src.JS.Publish(ctx, PlaceholderSubject(m.srcName), nil,
+		jetstream.WithExpectStream(m.srcName), jetstream.WithExpectLastSequence(st.LastSeq))
+	if err != nil {
+		return false, fmt.Errorf("stream %q: marking its end: %w", m.srcName, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, werr := m.waitCopied(wctx, "catching up", ack.Sequence, ack.Sequence, cutoverPoll)
+	cancel()
+	s, err := m.src.JS.Stream(ctx, m.srcName)
+	if err != nil {
+		return false, err
+	}
+	if err := s.DeleteMsg(ctx, ack.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("stream %q: deleting the end marker: %w", m.srcName, err)
+	}
+	if werr != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, nil
+	}
+	t, err := m.dst.JS.Stream(ctx, m.dstName)
+	if err != nil {
+		return false, err
+	}
+	if err := t.DeleteMsg(ctx, ack.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("stream %q: deleting the end marker: %w", m.dstName, err)
+	}
+	return true, nil
 }
 
 // applyDeletes removes from the target what the source no longer holds:
@@ -251,9 +304,11 @@ func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, de
 	if err := m.readBoth(ctx, from, sinfo.State.LastSeq); err != nil {
 		return err
 	}
-	if what, ok := compareExact(m.srcHashes[srcN:], m.dstHashes[dstN:]); !ok {
-		return fail("%s", what)
+	src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], true)
+	if err != nil {
+		return err
 	}
+	m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
 	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
 	if err != nil {
 		return err
@@ -287,6 +342,14 @@ func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, de
 	tdel := map[uint64]bool{}
 	for _, d := range t.Deleted {
 		tdel[d] = true
+	}
+	// A replica behind its leader may have answered a direct get without a
+	// message: read what the lists lack from the leaders.
+	if m.srcHashes, err = fillGaps(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted); err != nil {
+		return err
+	}
+	if m.dstHashes, err = fillGaps(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel); err != nil {
+		return err
 	}
 	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)
 	td, tn := digest(m.dstHashes, t.FirstSeq, tdel)
@@ -353,6 +416,19 @@ func (m *mover) abandon(ctx context.Context, st *state) error {
 func (m *mover) seat(ctx context.Context, c savedConsumer, targetLast uint64) error {
 	cc := c.Config
 	cc.PauseUntil = ptr(time.Now().Add(pauseFor))
+	next := min(c.AckFloor, targetLast) + 1
+	reset := c.AckFloor > 0
+	switch cc.DeliverPolicy {
+	case jetstream.DeliverNewPolicy, jetstream.DeliverLastPolicy, jetstream.DeliverLastPerSubjectPolicy:
+		// The reset refuses these policies; created as they are, they
+		// would start at the target's end. One with messages left to
+		// acknowledge starts at the first of them instead.
+		if next <= targetLast {
+			m.notes[cc.Name] = fmt.Sprintf("deliver policy %s became by_start_sequence from seq %d: the server resets no consumer with policy %s", cc.DeliverPolicy, next, cc.DeliverPolicy)
+			cc.DeliverPolicy, cc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, next
+		}
+		reset = false
+	}
 	cons, err := m.dst.JS.CreateOrUpdateConsumer(ctx, m.dstName, cc)
 	if err != nil {
 		// The consumer exists from an earlier run: it is paused; seat it again.
@@ -361,8 +437,7 @@ func (m *mover) seat(ctx context.Context, c savedConsumer, targetLast uint64) er
 		}
 	}
 	_ = cons
-	if c.AckFloor > 0 {
-		next := min(c.AckFloor, targetLast) + 1
+	if reset {
 		if _, err := m.dst.JS.ResetConsumerToSequence(ctx, m.dstName, cc.Name, next); err != nil {
 			return fmt.Errorf("consumer %q on %q: reset to seq %d: %w", cc.Name, m.dstName, next, err)
 		}
@@ -379,15 +454,18 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 		return nil, fmt.Errorf("deleting %q: %w", m.srcName, err)
 	}
 	for _, c := range st.Consumers {
-		m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Config.Name, AckFloor: c.AckFloor, Pending: c.Pending})
+		m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Config.Name, AckFloor: c.AckFloor, Pending: c.Pending, Changed: m.notes[c.Config.Name]})
 		if m.hop.hold {
 			continue
 		}
 		var err error
 		if c.Paused && c.Config.PauseUntil != nil {
 			_, err = m.dst.JS.PauseConsumer(ctx, m.dstName, c.Config.Name, *c.Config.PauseUntil)
-		} else {
-			_, err = m.dst.JS.ResumeConsumer(ctx, m.dstName, c.Config.Name)
+		} else if _, err = m.dst.JS.ResumeConsumer(ctx, m.dstName, c.Config.Name); err == nil {
+			// A resumed consumer serves neither a pull request already
+			// waiting nor its push subscriber until a message arrives;
+			// a reset to its own ack floor + 1 starts it at once.
+			_, err = m.dst.JS.ResetConsumer(ctx, m.dstName, c.Config.Name)
 		}
 		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, fmt.Errorf("consumer %q on %q: %w", c.Config.Name, m.dstName, err)

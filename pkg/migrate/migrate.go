@@ -82,6 +82,8 @@ type ConsumerMove struct {
 	// Pending is how many messages were delivered and not acknowledged:
 	// they are delivered again.
 	Pending int `json:"pending"`
+	// Changed says how the consumer's config had to change, if it did.
+	Changed string `json:"changed,omitempty"`
 }
 
 // Summary is what a move did.

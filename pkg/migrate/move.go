@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,11 +14,17 @@ import (
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // LockTTL is how long a migration's lease outlives a holder that died on
 // another host (a holder that died on this host is taken over at once).
 const LockTTL = 30 * time.Second
+
+// unheardFor is how long a mirror may go without hearing from its origin
+// before the move gives up: a server cannot tell that it has no route to
+// another domain, its mirror just never hears.
+const unheardFor = 15 * time.Second
 
 // LockKey is the lease key of a migration of stream (in jetctl's lease
 // bucket on the source's server).
@@ -56,7 +63,8 @@ type mover struct {
 	started   time.Time
 	srcHashes []msgHash
 	dstHashes []msgHash
-	verified  uint64 // the prefix up to here is verified
+	verified  uint64            // the prefix up to here is verified
+	notes     map[string]string // consumer: how its config had to change
 }
 
 // Stream moves one stream: see the package comment.
@@ -65,7 +73,7 @@ func Stream(ctx context.Context, src, dst Endpoint, cfg Config) (*Summary, error
 }
 
 func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary, error) {
-	m := &mover{src: src, dst: dst, cfg: cfg, hop: h, srcName: cfg.Stream, dstName: cfg.Target, started: time.Now()}
+	m := &mover{src: src, dst: dst, cfg: cfg, hop: h, srcName: cfg.Stream, dstName: cfg.Target, started: time.Now(), notes: map[string]string{}}
 	if m.dstName == "" {
 		m.dstName = m.srcName
 	}
@@ -171,6 +179,15 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		}
 		if _, err := mirrorConfig(final, m.srcName, m.api); err != nil {
 			return nil, err
+		}
+		if final.Retention == jetstream.WorkQueuePolicy {
+			cs, err := durables(ctx, m.src.JS, m.srcName)
+			if err != nil {
+				return nil, err
+			}
+			if err := workqueueConsumers(cs); err != nil {
+				return nil, fmt.Errorf("%w: stream %q: %v; nothing was changed", ErrInvalid, m.srcName, err)
+			}
 		}
 	}
 	if m.cfg.DryRun {
@@ -302,6 +319,18 @@ func (m *mover) create(ctx context.Context, si *jetstream.StreamInfo) (jetstream
 		}
 		return nil, nil, fmt.Errorf("creating %q: %w", m.dstName, err)
 	}
+	if c := t.CachedInfo().Config; c.MirrorDirect {
+		// The server turns mirror_direct on for a mirror of a stream with
+		// allow_direct: the copy, lagging, would answer direct gets
+		// addressed to the source.
+		c.MirrorDirect = false
+		if _, err := updateStream(ctx, m.dst.JS, c); err != nil {
+			return nil, nil, err
+		}
+		if t, err = m.dst.JS.Stream(ctx, m.dstName); err != nil {
+			return nil, nil, err
+		}
+	}
 	return t, st, nil
 }
 
@@ -329,9 +358,11 @@ func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) err
 			if err := m.readBoth(ctx, from, to); err != nil {
 				return err
 			}
-			if what, ok := comparePrefix(m.srcHashes[srcN:], m.dstHashes[dstN:]); !ok {
-				return &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+			src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
+			if err != nil {
+				return err
 			}
+			m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
 			m.verified = to
 		}
 		logctx.From(ctx).Debug("live round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)
@@ -436,6 +467,10 @@ func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64
 		}
 		if mi := ti.Mirror; mi != nil && mi.Error != nil {
 			return nil, fmt.Errorf("target %q: mirror of %q: %s", m.dstName, m.srcName, mi.Error.Description)
+		}
+		if mi := ti.Mirror; mi != nil && mi.Active < 0 && time.Since(start) > unheardFor {
+			return nil, fmt.Errorf("%w: the mirror %q has not heard from %q in %s (through %q); the state is kept: delete %q to give up",
+				ErrUnreachable, m.dstName, m.srcName, unheardFor, cmp.Or(m.api, "the same server"), m.dstName)
 		}
 		if m.cfg.Progress != nil {
 			rate := 0.0
@@ -553,4 +588,33 @@ func serverOwned(md map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// workqueueConsumers checks that consumers can live on a workqueue
+// stream, which takes one consumer per subject: several need filters, and
+// no two filters may overlap.
+func workqueueConsumers(cs []*jetstream.ConsumerInfo) error {
+	if len(cs) < 2 {
+		return nil
+	}
+	type f struct{ consumer, subject string }
+	var all []f
+	for _, c := range cs {
+		subs := c.Config.FilterSubjects
+		if c.Config.FilterSubject != "" {
+			subs = append(subs, c.Config.FilterSubject)
+		}
+		if len(subs) == 0 {
+			return fmt.Errorf("a workqueue stream takes one consumer per subject, and consumer %q has no filter beside %d others", c.Name, len(cs)-1)
+		}
+		for _, s := range subs {
+			for _, o := range all {
+				if o.consumer != c.Name && streamread.SubjectsOverlap(o.subject, s) {
+					return fmt.Errorf("a workqueue stream takes one consumer per subject, and the filters of %q (%s) and %q (%s) overlap", o.consumer, o.subject, c.Name, s)
+				}
+			}
+			all = append(all, f{c.Name, s})
+		}
+	}
+	return nil
 }

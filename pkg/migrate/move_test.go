@@ -1,12 +1,15 @@
 package migrate_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 	"github.com/jetctl/jetctl/pkg/migrate"
 )
@@ -145,5 +148,158 @@ func TestMoveWithCutoverKeepsMessagesAndPositions(t *testing.T) {
 				t.Errorf("config %+v", si.CachedInfo().Config)
 			}
 		})
+	}
+}
+
+// A source whose last messages were deleted (a drained work queue): the
+// target continues at the source's next sequence, not below it.
+func TestMoveKeepsTheNextSequenceAfterTrailingDeletes(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx(t), "JOBS", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "jobs.a", 30)
+	b, err := c.Fetch(30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range b.Messages() {
+		md, _ := m.Metadata()
+		if md.Sequence.Stream > 10 { // 1..10 stay, 11..30 are done
+			if err := m.DoubleAck(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := m.Nak(); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	sum, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: js}, migrate.Endpoint{JS: js}, migrate.Config{Stream: "JOBS", Target: "JOBS2", Cutover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Messages != 10 {
+		t.Fatalf("moved %d messages, want 10", sum.Messages)
+	}
+	ack, err := js.Publish(ctx(t), "jobs.a", []byte("next"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Stream != "JOBS2" || ack.Sequence <= 30 {
+		t.Fatalf("next publish %+v: want JOBS2 after seq 30", ack)
+	}
+	for seq := uint64(1); seq <= 10; seq++ {
+		if _, err := getMsg(t, js, "JOBS2", seq); err != nil {
+			t.Fatalf("seq %d: %v", seq, err)
+		}
+	}
+}
+
+func getMsg(t *testing.T, js jetstream.JetStream, stream string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	s, err := js.Stream(ctx(t), stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.GetMsg(ctx(t), seq)
+}
+
+// A second migration of a stream while one runs is refused.
+func TestMoveRefusedWhileAnotherRuns(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := dlq.AcquireLock(ctx(t), js, migrate.LockKey("ORDERS"), time.Minute, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(context.Background())
+	_, err = migrate.Stream(ctx(t), migrate.Endpoint{JS: js}, migrate.Endpoint{JS: js}, migrate.Config{Stream: "ORDERS", Target: "ORDERS2"})
+	if !errors.Is(err, migrate.ErrBusy) {
+		t.Fatalf("err %v, want ErrBusy", err)
+	}
+	if _, err := js.Stream(ctx(t), "ORDERS2"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("target created: %v", err)
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Retention: jetstream.WorkQueuePolicy}
+	if _, err := migrate.Replace(ctx(t), js, cfg, migrate.ReplaceOptions{}); !errors.Is(err, migrate.ErrBusy) {
+		t.Fatalf("Replace: err %v, want ErrBusy", err)
+	}
+}
+
+// Consumers a workqueue target would refuse are named before anything
+// changes.
+func TestMoveToWorkqueueRefusesOverlappingConsumers(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []jetstream.ConsumerConfig{{Durable: "a", FilterSubject: "orders.>"}, {Durable: "b", FilterSubject: "orders.paid"}} {
+		c.AckPolicy = jetstream.AckExplicitPolicy
+		if _, err := js.CreateOrUpdateConsumer(ctx(t), "ORDERS", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := src.CachedInfo().Config
+	cfg.Retention = jetstream.WorkQueuePolicy
+	_, err = migrate.Replace(ctx(t), js, cfg, migrate.ReplaceOptions{})
+	if !errors.Is(err, migrate.ErrInvalid) {
+		t.Fatalf("err %v, want ErrInvalid", err)
+	}
+	t.Log(err)
+	if _, err := js.Stream(ctx(t), migrate.TempName("ORDERS")); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("temporary stream created: %v", err)
+	}
+}
+
+// A consumer with deliver policy new, behind the end, keeps its unacknowledged messages.
+func TestMoveDeliverNewConsumer(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "orders.a", 5)
+	c, err := js.CreateOrUpdateConsumer(ctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "n", DeliverPolicy: jetstream.DeliverNewPolicy, AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "orders.a", 5) // 6..10
+	b, err := c.Fetch(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range b.Messages() {
+		if err := m.DoubleAck(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: js}, migrate.Endpoint{JS: js}, migrate.Config{Stream: "ORDERS", Target: "ORDERS2", Cutover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Consumers) != 1 || sum.Consumers[0].Changed == "" {
+		t.Fatalf("consumers %+v: want the policy change named", sum.Consumers)
+	}
+	nc, err := js.Consumer(ctx(t), "ORDERS2", "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = nc.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := uint64(0)
+	for m := range b.Messages() {
+		md, _ := m.Metadata()
+		got = md.Sequence.Stream
+	}
+	if got != 8 {
+		t.Fatalf("next delivered %d, want 8", got)
 	}
 }

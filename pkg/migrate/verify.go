@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -89,44 +90,44 @@ func (e *VerifyError) Unwrap() error { return ErrVerify }
 // while the source is live: a message in both must be the same; one in the
 // source only was lost; one in the target only was deleted from the source
 // since it was copied (the cutover deletes it from the target).
-func comparePrefix(src, dst []msgHash) (string, bool) {
+func comparePrefix(src, dst []msgHash) (uint64, string, bool) {
 	i, j := 0, 0
 	for i < len(src) {
 		switch {
 		case j >= len(dst) || src[i].Seq < dst[j].Seq:
-			return fmt.Sprintf("seq %d is missing", src[i].Seq), false
+			return src[i].Seq, fmt.Sprintf("seq %d is missing", src[i].Seq), false
 		case src[i].Seq > dst[j].Seq:
 			j++
 		default:
 			if src[i].Hash != dst[j].Hash {
-				return fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
+				return src[i].Seq, fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
 			}
 			i++
 			j++
 		}
 	}
-	return "", true
+	return 0, "", true
 }
 
 // compareExact compares two frozen ranges: the same sequences, the same
 // messages.
-func compareExact(src, dst []msgHash) (string, bool) {
+func compareExact(src, dst []msgHash) (uint64, string, bool) {
 	i, j := 0, 0
 	for i < len(src) || j < len(dst) {
 		switch {
 		case j >= len(dst) || (i < len(src) && src[i].Seq < dst[j].Seq):
-			return fmt.Sprintf("seq %d is missing", src[i].Seq), false
+			return src[i].Seq, fmt.Sprintf("seq %d is missing", src[i].Seq), false
 		case i >= len(src) || src[i].Seq > dst[j].Seq:
-			return fmt.Sprintf("seq %d is not in the source", dst[j].Seq), false
+			return dst[j].Seq, fmt.Sprintf("seq %d is not in the source", dst[j].Seq), false
 		default:
 			if src[i].Hash != dst[j].Hash {
-				return fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
+				return src[i].Seq, fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
 			}
 			i++
 			j++
 		}
 	}
-	return "", true
+	return 0, "", true
 }
 
 // digest is a SHA-256 over the hashes of the messages present (not in
@@ -149,3 +150,102 @@ func digest(hs []msgHash, first uint64, deleted map[uint64]bool) (string, uint64
 
 // since is time.Since, rounded for a summary.
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Microsecond) }
+
+// maxRechecks bounds how many differences compare reads again.
+const maxRechecks = 1000
+
+// compare compares the hashes of the source and the target (exactly, or as
+// a prefix of a live source). Direct gets may be answered by a replica
+// that is behind (during a leader change, say), so a difference is read
+// again from both leaders, coherently, before it counts.
+func (m *mover) compare(ctx context.Context, src, dst []msgHash, exact bool) ([]msgHash, []msgHash, error) {
+	cmp := comparePrefix
+	if exact {
+		cmp = compareExact
+	}
+	for tries := 0; ; tries++ {
+		seq, what, ok := cmp(src, dst)
+		if ok {
+			return src, dst, nil
+		}
+		if tries >= maxRechecks {
+			return src, dst, &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+		}
+		var changed bool
+		var err error
+		if src, changed, err = recheck(ctx, m.src.JS, m.srcName, src, seq); err != nil {
+			return src, dst, err
+		}
+		dstChanged := false
+		if dst, dstChanged, err = recheck(ctx, m.dst.JS, m.dstName, dst, seq); err != nil {
+			return src, dst, err
+		}
+		if !changed && !dstChanged {
+			return src, dst, &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+		}
+	}
+}
+
+// recheck reads seq from the stream's leader and puts what it holds (or
+// that it holds nothing) into hs, which stays in sequence order; it says
+// whether that changed hs.
+func recheck(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, seq uint64) ([]msgHash, bool, error) {
+	i, found := slices.BinarySearchFunc(hs, seq, func(h msgHash, s uint64) int { return cmpUint(h.Seq, s) })
+	raw, err := getMsg(ctx, js, stream, seq)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		if !found {
+			return hs, false, nil
+		}
+		return slices.Delete(hs, i, i+1), true, nil
+	case err != nil:
+		return hs, false, fmt.Errorf("stream %q: seq %d: %w", stream, seq, err)
+	}
+	h := msgHash{Seq: seq, Hash: hashMsg(&envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time}, true)}
+	if !found {
+		return slices.Insert(hs, i, h), true, nil
+	}
+	if hs[i] == h {
+		return hs, false, nil
+	}
+	hs[i] = h
+	return hs, true, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// fillGaps reads from the leader every sequence of first..last that is not
+// deleted and not in hs, when hs holds fewer than msgs of them.
+func fillGaps(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, first, last, msgs uint64, deleted map[uint64]bool) ([]msgHash, error) {
+	if _, n := digest(hs, first, deleted); n >= msgs || msgs == 0 {
+		return hs, nil
+	}
+	var missing []uint64
+	j := 0
+	for seq := first; seq <= last; seq++ {
+		for j < len(hs) && hs[j].Seq < seq {
+			j++
+		}
+		if deleted[seq] || (j < len(hs) && hs[j].Seq == seq) {
+			continue
+		}
+		if missing = append(missing, seq); len(missing) > maxRechecks {
+			return hs, nil // too many: the count check names the difference
+		}
+	}
+	for _, seq := range missing {
+		var err error
+		if hs, _, err = recheck(ctx, js, stream, hs, seq); err != nil {
+			return hs, err
+		}
+	}
+	return hs, nil
+}

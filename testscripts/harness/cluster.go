@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,5 +61,43 @@ func cmdStreamCurrent(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("stream %s: replicas not current after 30s: %+v", args[0], info.Cluster)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stepdown [--gone-ok] STREAM asks the stream's leader to step down: it
+// waits, for at most 30 s, until the stream exists and has a leader (a
+// stream another process is creating), and asks again while the group
+// does not answer. With --gone-ok a stream that does not exist (another
+// process deleted it) is no step-down and no failure.
+func cmdStepdown(ts *testscript.TestScript, neg bool, args []string) {
+	goneOK := len(args) == 2 && args[0] == "--gone-ok"
+	if goneOK {
+		args = args[1:]
+	}
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stepdown [--gone-ok] STREAM")
+	}
+	nc, js := jsFor(ts)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := streamInfo(ts, js, args[0])
+		if goneOK && errors.Is(err, jetstream.ErrStreamNotFound) {
+			fmt.Fprintf(ts.Stdout(), "stepdown: %s is gone\n", args[0])
+			return
+		}
+		if err == nil {
+			msg, rerr := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+args[0], nil, 2*time.Second)
+			if rerr == nil && strings.Contains(string(msg.Data), `"success":true`) {
+				return
+			}
+			err = rerr
+			if err == nil {
+				err = errors.New(string(msg.Data))
+			}
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("stepdown %s: %v", args[0], err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

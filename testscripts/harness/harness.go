@@ -45,6 +45,7 @@ func Setup(nodes int) func(*testscript.Env) error {
 		env.Defer(c.Shutdown)
 		env.Values[clusterKey{}] = c
 		env.Values[bgKey{}] = &bgHolder{}
+		env.Values[pubLoopsKey{}] = &pubLoops{loops: map[string]*pubLoop{}}
 		home := filepath.Join(env.WorkDir, "home")
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return err
@@ -91,6 +92,9 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"consumer-leader": cmdConsumerLeader,
 		"obj-put":         cmdObjPut,
 		"obj-get":         cmdObjGet,
+		"stepdown":        cmdStepdown,
+		"pub-loop":        cmdPubLoop,
+		"domain-pair":     cmdDomainPair,
 	}
 }
 

@@ -5,6 +5,7 @@ package embeddedtest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,6 +35,48 @@ func JetStream(tb testing.TB, opts ...jetstream.JetStreamOpt) jetstream.JetStrea
 	}
 	tb.Cleanup(nc.Close)
 	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return js
+}
+
+// DomainPair starts a hub server in JetStream domain "hub" and a leaf node
+// server in domain "leaf" connected to it, both stopped when the test
+// ends, and waits until each answers the other's domain API.
+func DomainPair(tb testing.TB) (hub, leaf *embedded.Cluster) {
+	tb.Helper()
+	hub, err := embedded.Start(embedded.Config{StoreDir: tb.TempDir(), Domain: "hub", LeafListen: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(hub.Shutdown)
+	leaf, err = embedded.Start(embedded.Config{StoreDir: tb.TempDir(), Domain: "leaf", LeafRemotes: []string{hub.LeafURL()}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(leaf.Shutdown)
+	if err := embedded.WaitDomains(hub, leaf, 30*time.Second); err != nil {
+		tb.Fatal(err)
+	}
+	return hub, leaf
+}
+
+// Connect returns a JetStream client of c (in domain, "" for the server's
+// own API); the connection closes when the test ends.
+func Connect(tb testing.TB, c *embedded.Cluster, domain string) jetstream.JetStream {
+	tb.Helper()
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	var js jetstream.JetStream
+	if domain != "" {
+		js, err = jetstream.NewWithDomain(nc, domain)
+	} else {
+		js, err = jetstream.New(nc)
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
