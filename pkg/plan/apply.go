@@ -303,7 +303,12 @@ func buildSteps(js jetstream.JetStream, p *Plan, live *Live, opts ApplyOptions) 
 			if r == nil {
 				return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
 			}
-			steps = append(steps, putStep(js, rp, r, live, streamCfg(rp.Stream)))
+			st := putStep(js, rp, r, live, streamCfg(rp.Stream))
+			if parent := byStream[rp.Stream]; parent != nil && parent.Action == ActionMigrate && rp.Action == ActionUpdate {
+				managed := live.metadata(r.Kind, r.Stream, r.Name)[ManagedKey] == "true"
+				st = keepReseat(js, st, r, managed, hashView(view(r.Kind, r.config(), streamCfg(rp.Stream))))
+			}
+			steps = append(steps, st)
 		}
 	}
 	return steps, nil
@@ -414,6 +419,14 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 			// would remove them after inactive_threshold.
 			cfg.Name, cfg.Durable = r.Name, r.Name
 			cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+			// A consumer a migration re-seated keeps its start (the server
+			// refuses to change deliver_policy) and its mark.
+			if ci := live.Consumers[r.Stream][r.Name]; !create && ci != nil {
+				if from, ok := reseatedFrom(&ci.Config); ok && from == cfg.DeliverPolicy {
+					cfg.DeliverPolicy, cfg.OptStartSeq = ci.Config.DeliverPolicy, ci.Config.OptStartSeq
+					cfg.Metadata[ReseatedFromKey] = ci.Config.Metadata[ReseatedFromKey]
+				}
+			}
 			if create {
 				_, err = js.CreateConsumer(ctx, r.Stream, cfg)
 			} else {
@@ -451,6 +464,32 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 		}
 		replicas, _ := r.replicasAndPlacement()
 		return waitSettled(ctx, js, r.StreamName(), replicas)
+	}
+	return st
+}
+
+// keepReseat wraps the update of a consumer of a migrated stream: if the
+// migration re-seated it by start sequence (ReseatedFromKey), the update
+// keeps that start and the mark, which the server would otherwise refuse
+// to change (deliver_policy is immutable) or which plan needs.
+func keepReseat(js jetstream.JetStream, st Step, r *Resource, managed bool, hash string) Step {
+	update := st.run
+	st.run = func(ctx context.Context, s *Step) error {
+		c, err := js.Consumer(ctx, r.Stream, r.Name)
+		if err != nil {
+			return err
+		}
+		live := c.CachedInfo().Config
+		if from, ok := reseatedFrom(&live); !ok || from != r.ConsumerConfig.DeliverPolicy {
+			return update(ctx, s)
+		}
+		cfg := *r.ConsumerConfig
+		cfg.Name, cfg.Durable = r.Name, r.Name
+		cfg.DeliverPolicy, cfg.OptStartSeq = live.DeliverPolicy, live.OptStartSeq
+		cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+		cfg.Metadata[ReseatedFromKey] = live.Metadata[ReseatedFromKey]
+		_, err = js.UpdateConsumer(ctx, r.Stream, cfg)
+		return err
 	}
 	return st
 }
@@ -583,7 +622,10 @@ func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Li
 		}
 		sum, err := replaceStream(ctx, js, *target, opts)
 		st.Migration = sum
-		return err
+		if err != nil {
+			return err
+		}
+		return markReseated(ctx, js, target.Name, sum, live.Consumers[target.Name])
 	}
 	return st, nil
 }

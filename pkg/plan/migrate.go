@@ -3,6 +3,8 @@ package plan
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,90 @@ type Migration struct {
 	CopyTime      *time.Duration `json:"copy_time_ns"`
 	Outage        *time.Duration `json:"outage_ns"`
 	EstimateError string         `json:"estimate_error,omitempty"`
+}
+
+// ReseatedFromKey marks a consumer that a migration re-seated with
+// deliver_policy by_start_sequence, from the first message it had left,
+// because the server resets no consumer with its own policy (new, last,
+// last_per_subject); the value is that policy. Plan compares the consumer
+// as having it, so that its declared config still matches and it keeps
+// its position.
+const ReseatedFromKey = "io.jetctl.reseated_from"
+
+// reseatedFrom is the deliver policy a re-seated consumer had.
+func reseatedFrom(c *jetstream.ConsumerConfig) (jetstream.DeliverPolicy, bool) {
+	from, ok := c.Metadata[ReseatedFromKey]
+	if !ok || c.DeliverPolicy != jetstream.DeliverByStartSequencePolicy {
+		return 0, false
+	}
+	var p jetstream.DeliverPolicy
+	if err := p.UnmarshalJSON([]byte(strconv.Quote(from))); err != nil {
+		return 0, false
+	}
+	return p, true
+}
+
+// reseatWarnings say which consumers a migration will re-seat by start
+// sequence (see ReseatedFromKey): those whose policy the server does not
+// reset and that have messages left.
+func reseatWarnings(live *Live, name string, si *jetstream.StreamInfo) []string {
+	var out []string
+	for _, cname := range sortedKeys(live.Consumers[name]) {
+		ci := live.Consumers[name][cname]
+		if !migratesConsumer(&ci.Config) || !resetRefused(ci.Config.DeliverPolicy) || ci.AckFloor.Stream >= si.State.LastSeq {
+			continue
+		}
+		policy, _ := ci.Config.DeliverPolicy.MarshalJSON()
+		out = append(out, fmt.Sprintf("consumer %q is re-seated with deliver_policy by_start_sequence from seq %d, the first it has left: the server resets no consumer with deliver_policy %s (plan keeps comparing it as %[3]s)",
+			cname, ci.AckFloor.Stream+1, strings.Trim(string(policy), `"`)))
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// resetRefused reports whether the server refuses to reset a consumer
+// with that deliver policy, so that a migration re-seats it by start
+// sequence when it has messages left.
+func resetRefused(p jetstream.DeliverPolicy) bool {
+	return p == jetstream.DeliverNewPolicy || p == jetstream.DeliverLastPolicy || p == jetstream.DeliverLastPerSubjectPolicy
+}
+
+// markReseated marks, after a migration, each consumer the engine re-seated
+// by start sequence with the deliver policy it had (ReseatedFromKey).
+func markReseated(ctx context.Context, js jetstream.JetStream, stream string, sum *migrate.Summary, before map[string]*jetstream.ConsumerInfo) error {
+	for _, cm := range sum.Consumers {
+		orig := before[cm.Name]
+		if cm.Changed == "" || orig == nil || !resetRefused(orig.Config.DeliverPolicy) {
+			continue
+		}
+		c, err := js.Consumer(ctx, stream, cm.Name)
+		if err != nil {
+			return fmt.Errorf("consumer %q: %w", cm.Name, err)
+		}
+		cfg := c.CachedInfo().Config
+		if cfg.DeliverPolicy != jetstream.DeliverByStartSequencePolicy {
+			continue
+		}
+		from, _ := orig.Config.DeliverPolicy.MarshalJSON()
+		md := map[string]string{}
+		for k, v := range cfg.Metadata {
+			md[k] = v
+		}
+		md[ReseatedFromKey] = strings.Trim(string(from), `"`)
+		cfg.Metadata = md
+		if _, err := js.UpdateConsumer(ctx, stream, cfg); err != nil {
+			return fmt.Errorf("consumer %q: marking it re-seated: %w", cm.Name, err)
+		}
+	}
+	return nil
 }
 
 // migrateStateKey is the metadata key in which pkg/migrate keeps a move's
@@ -116,6 +202,7 @@ func planMigration(rp *ResourcePlan, live *Live, migrating bool) {
 	}
 	rp.Action = ActionMigrate
 	rp.Destructive = false
+	rp.Warnings = append(rp.Warnings, reseatWarnings(live, name, si)...)
 	for i := range rp.Changes {
 		c := &rp.Changes[i]
 		if c.ForcesReplacement {

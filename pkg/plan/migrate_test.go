@@ -631,3 +631,23 @@ func TestMigrationTempNameInTheWay(t *testing.T) {
 		t.Errorf("problems %v", problems)
 	}
 }
+
+// A consumer a migration re-seated by start sequence compares as the
+// deliver policy it had, and only as that.
+func TestReseatedConsumerNormalises(t *testing.T) {
+	mark := map[string]string{ReseatedFromKey: "last"}
+	reseated := jetstream.ConsumerConfig{Durable: "c", DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: 6, Metadata: mark}
+	declared := jetstream.ConsumerConfig{Durable: "c", DeliverPolicy: jetstream.DeliverLastPolicy}
+	if !reflect.DeepEqual(view(KindConsumer, &reseated, nil), view(KindConsumer, &declared, nil)) {
+		t.Errorf("re-seated consumer differs from its declared config:\n%v\n%v", view(KindConsumer, &reseated, nil), view(KindConsumer, &declared, nil))
+	}
+	declared.DeliverPolicy = jetstream.DeliverAllPolicy
+	if reflect.DeepEqual(view(KindConsumer, &reseated, nil), view(KindConsumer, &declared, nil)) {
+		t.Error("re-seated from last compares equal to deliver_policy all")
+	}
+	// The mark alone, on a consumer that starts by sequence of its own, is nothing.
+	plain := jetstream.ConsumerConfig{Durable: "c", DeliverPolicy: jetstream.DeliverAllPolicy, Metadata: mark}
+	if _, ok := reseatedFrom(&plain); ok {
+		t.Error("a consumer with deliver_policy all is not re-seated")
+	}
+}

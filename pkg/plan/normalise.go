@@ -167,6 +167,11 @@ func normaliseConsumer(c jetstream.ConsumerConfig, stream *jetstream.StreamConfi
 	}
 	// Pausing is operational state, not configuration.
 	c.PauseUntil = nil
+	// A consumer a migration re-seated from where it was counts as having
+	// the deliver policy it had (see ReseatedFromKey).
+	if from, ok := reseatedFrom(&c); ok {
+		c.DeliverPolicy, c.OptStartSeq = from, 0
+	}
 	c.Metadata = cleanMetadata(c.Metadata)
 	return c
 }
