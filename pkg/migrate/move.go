@@ -84,6 +84,11 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	}
 	m.sum = &Summary{Stream: m.srcName, Target: m.dstName, Mechanism: "mirror", Cutover: cfg.Cutover, DryRun: cfg.DryRun, Consumers: []ConsumerMove{}}
 	api, same, err := reach(ctx, src, dst)
+	if errors.Is(err, ErrUnreachable) && clientCopy != nil {
+		// No route between the servers: jetctl copies (clientcopy.go).
+		m.sum.Mechanism = "copy"
+		return clientCopy(ctx, m)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +127,10 @@ func reach(ctx context.Context, src, dst Endpoint) (api string, same bool, err e
 	}
 	return "", false, fmt.Errorf("%w: the source and the target are different servers without JetStream domains; give the servers domains (jetctl --js-domain) and connect them by a leaf node", ErrUnreachable)
 }
+
+// clientCopy, when set, moves a stream between servers that cannot reach
+// each other, with jetctl copying (clientcopy.go).
+var clientCopy func(ctx context.Context, m *mover) (*Summary, error)
 
 // ErrUnreachable: the target's server cannot read the source's.
 var ErrUnreachable = errors.New("the target's server cannot reach the source")
@@ -347,17 +356,32 @@ func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) err
 			// The last sequence was deleted: wait for the last one stored.
 			want = 0
 		}
-		tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
-		if err != nil {
-			return err
-		}
-		to := min(tinfo.State.LastSeq, si.State.LastSeq)
 		from := max(si.State.FirstSeq, m.verified+1)
-		if to >= from {
-			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
-			if err := m.readBoth(ctx, from, to); err != nil {
+		to := want
+		var srcHs, dstHs []msgHash
+		if want > 0 && want >= from {
+			var err error
+			if srcHs, dstHs, err = m.readWhileCopying(ctx, from, want, si.State.LastSeq); err != nil {
 				return err
 			}
+		} else {
+			tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
+			if err != nil {
+				return err
+			}
+			to = min(tinfo.State.LastSeq, si.State.LastSeq)
+			if to >= from {
+				srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+				if err := m.readBoth(ctx, from, to); err != nil {
+					return err
+				}
+				srcHs, dstHs = m.srcHashes[srcN:], m.dstHashes[dstN:]
+				m.srcHashes, m.dstHashes = m.srcHashes[:srcN], m.dstHashes[:dstN]
+			}
+		}
+		if to >= from {
+			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+			m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
 			src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
 			if err != nil {
 				return err
@@ -369,6 +393,7 @@ func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) err
 		if !m.cfg.Cutover || round >= maxLiveRounds {
 			return nil
 		}
+		var err error
 		if si, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
 			return err
 		}
@@ -455,33 +480,12 @@ func (m *mover) readBoth(ctx context.Context, from, to uint64) error {
 // waitCopied waits until the target holds seq want (or, with want 0,
 // until its mirror reports no lag twice in a row), reporting progress.
 func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64, every time.Duration) (*jetstream.StreamInfo, error) {
-	start, startSeq := time.Now(), uint64(0)
+	w := m.watch(phase, total)
 	idle := 0
-	for first := true; ; first = false {
-		ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	for {
+		ti, err := w.poll(ctx)
 		if err != nil {
 			return nil, err
-		}
-		if first {
-			startSeq = ti.State.LastSeq
-		}
-		if mi := ti.Mirror; mi != nil && mi.Error != nil {
-			return nil, fmt.Errorf("target %q: mirror of %q: %s", m.dstName, m.srcName, mi.Error.Description)
-		}
-		if mi := ti.Mirror; mi != nil && mi.Active < 0 && time.Since(start) > unheardFor {
-			return nil, fmt.Errorf("%w: the mirror %q has not heard from %q in %s (through %q); the state is kept: delete %q to give up",
-				ErrUnreachable, m.dstName, m.srcName, unheardFor, cmp.Or(m.api, "the same server"), m.dstName)
-		}
-		if m.cfg.Progress != nil {
-			rate := 0.0
-			if el := time.Since(start).Seconds(); el > 0 {
-				rate = float64(ti.State.LastSeq-startSeq) / el
-			}
-			lag := uint64(0)
-			if total > ti.State.LastSeq {
-				lag = total - ti.State.LastSeq
-			}
-			m.cfg.Progress(Progress{Phase: phase, Copied: ti.State.LastSeq, Total: total, Rate: rate, Lag: lag})
 		}
 		if want > 0 && ti.State.LastSeq >= want {
 			return ti, nil
@@ -497,6 +501,90 @@ func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64
 			return nil, err
 		}
 	}
+}
+
+// copyWatch looks at the copy's progress: it reports it, and fails on a
+// mirror error or an origin the mirror never hears from.
+type copyWatch struct {
+	m        *mover
+	phase    string
+	total    uint64
+	start    time.Time
+	startSeq uint64
+	polled   bool
+}
+
+func (m *mover) watch(phase string, total uint64) *copyWatch {
+	return &copyWatch{m: m, phase: phase, total: total, start: time.Now()}
+}
+
+func (w *copyWatch) poll(ctx context.Context) (*jetstream.StreamInfo, error) {
+	m := w.m
+	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return nil, err
+	}
+	if !w.polled {
+		w.startSeq, w.polled = ti.State.LastSeq, true
+	}
+	if mi := ti.Mirror; mi != nil && mi.Error != nil {
+		return nil, fmt.Errorf("target %q: mirror of %q: %s", m.dstName, m.srcName, mi.Error.Description)
+	}
+	if mi := ti.Mirror; mi != nil && mi.Active < 0 && time.Since(w.start) > unheardFor {
+		return nil, fmt.Errorf("%w: the mirror %q has not heard from %q in %s (through %q); the state is kept: delete %q to give up",
+			ErrUnreachable, m.dstName, m.srcName, unheardFor, cmp.Or(m.api, "the same server"), m.dstName)
+	}
+	if m.cfg.Progress != nil {
+		rate := 0.0
+		if el := time.Since(w.start).Seconds(); el > 0 && ti.State.LastSeq >= w.startSeq {
+			rate = float64(ti.State.LastSeq-w.startSeq) / el
+		}
+		lag := uint64(0)
+		if w.total > ti.State.LastSeq {
+			lag = w.total - ti.State.LastSeq
+		}
+		m.cfg.Progress(Progress{Phase: w.phase, Copied: ti.State.LastSeq, Total: w.total, Rate: rate, Lag: lag})
+	}
+	return ti, nil
+}
+
+// readWhileCopying hashes from..want of the source and of the target,
+// reading the source at once and the target behind the mirror as it
+// copies, so that the comparison costs little more time than the copy.
+func (m *mover) readWhileCopying(ctx context.Context, from, want, total uint64) ([]msgHash, []msgHash, error) {
+	type res struct {
+		hs  []msgHash
+		err error
+	}
+	ch := make(chan res, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		hs, err := readHashes(rctx, m.src.JS, m.srcName, from, want, true)
+		ch <- res{hs, err}
+	}()
+	w := m.watch("copying", total)
+	var dst []msgHash
+	for next := from; next <= want; {
+		ti, err := w.poll(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if upto := min(ti.State.LastSeq, want); upto >= next {
+			hs, err := readHashes(ctx, m.dst.JS, m.dstName, next, upto, true)
+			if err != nil {
+				return nil, nil, err
+			}
+			dst = append(dst, hs...)
+			next = upto + 1
+			continue
+		}
+		if err := retry.Sleep(ctx, pollEvery); err != nil {
+			return nil, nil, err
+		}
+	}
+	r := <-ch
+	return r.hs, dst, r.err
 }
 
 // finishCopy ends a move without a cutover: the target stays a verified
