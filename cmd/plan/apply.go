@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	cmdmigrate "github.com/jetctl/jetctl/cmd/migrate"
+	"github.com/jetctl/jetctl/pkg/migrate"
 	pkgplan "github.com/jetctl/jetctl/pkg/plan"
 )
 
@@ -23,12 +27,16 @@ type applyOptions struct {
 	AutoApprove  bool
 	PlanFile     string
 	DryRun       bool
+	NoProgress   bool
 }
 
 // applyOutput is apply's JSON output.
 type applyOutput struct {
 	Plan   *pkgplan.Plan        `json:"plan"`
 	Result *pkgplan.ApplyResult `json:"result"`
+	// Migrations are, in a dry run, the migrations the engine checked:
+	// what each would move.
+	Migrations []pkgplan.Step `json:"migrations,omitempty"`
 }
 
 // NewCmdApply returns `jetctl apply`.
@@ -48,6 +56,14 @@ Safety:
                     and create again), a delete (--prune), or an in-place
                     change that removes messages. Without it apply exits 9
                     and changes nothing.
+  --migrate         migrate instead of replacing each stream, KV bucket
+                    and object store that can keep its data: replaced by
+                    one of the same name with every message, sequence,
+                    timestamp and consumer position (the plan's "<~>"),
+                    without --allow-destroy. Its consumers' own changes
+                    apply after. A progress bar shows the copy on a
+                    terminal (--no-progress for none). What cannot be
+                    migrated stays a replacement.
   --yes             apply without asking (--auto-approve is the same). In a
                     terminal apply asks for confirmation, and any answer
                     but "yes" cancels it (exit 1, as in terraform);
@@ -59,8 +75,10 @@ Safety:
                     ignored and never touched.
   --plan-file F     apply a plan saved with "jetctl plan -o json > F", only
                     if the server still matches what it was computed
-                    against (exit 1 otherwise, naming what changed).
-  --dry-run         print the plan and stop: the same as "jetctl plan".
+                    against (exit 1 otherwise, naming what changed);
+                    --prune and --migrate come from the saved plan.
+  --dry-run         print the plan and stop: the same as "jetctl plan"
+                    (with --migrate, what would be migrated).
 
 Apply plans first, so what the server would refuse and can be known ahead
 stops it with exit 2 before the first change (see "jetctl plan --help").
@@ -68,6 +86,7 @@ A failure midway stops apply: it prints what was done and what was not and
 exits 4. Running it again converges.`,
 		Example: `  jetctl apply -f examples/orders.yaml --yes
   jetctl apply -f plans/ --prune --allow-destroy --yes
+  jetctl apply -f plans/ --migrate --yes
   jetctl plan -f plans/ -o json > plan.json && jetctl apply --plan-file plan.json --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -81,6 +100,7 @@ exits 4. Running it again converges.`,
 	fl.BoolVar(&o.AutoApprove, "auto-approve", false, "the same as --yes")
 	fl.StringVar(&o.PlanFile, "plan-file", "", "apply a plan saved with plan -o json, if the server still matches it")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "print the plan and change nothing (the same as jetctl plan)")
+	fl.BoolVar(&o.NoProgress, "no-progress", false, "no progress bar on stderr while --migrate copies")
 	return c
 }
 
@@ -98,13 +118,16 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		if o.Prune {
 			return exitcode.UsageErrorf("--prune comes from the saved plan: it cannot be given with --plan-file")
 		}
+		if o.Migrate {
+			return exitcode.UsageErrorf("--migrate comes from the saved plan (jetctl plan --migrate -o json): it cannot be given with --plan-file")
+		}
 		if saved, err = readPlanFile(o.PlanFile); err != nil {
 			return err
 		}
 		if desired, err = pkgplan.DesiredFromPlan(saved); err != nil {
 			return exitcode.New(exitcode.Usage, err)
 		}
-		o.Prune = saved.Prune
+		o.Prune, o.Migrate = saved.Prune, saved.Migrate
 	default:
 		if desired, err = o.load(f); err != nil {
 			return err
@@ -114,7 +137,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
+	pl, live, err := pkgplan.Make(ctx, js, desired, pkgplan.Options{Prune: o.Prune, Migrate: o.Migrate, LeaderWait: f.Conn.Timeout})
 	if err != nil {
 		return planError(f, err)
 	}
@@ -128,10 +151,17 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		printPlan(f.IO.Out, pl, o.AllowDestroy)
 	}
 	if !pl.Changed() || o.DryRun {
+		var checked []pkgplan.Step
+		if o.DryRun && pl.Summary.Migrate > 0 {
+			if checked, err = pkgplan.CheckMigrations(ctx, js, pl, live); err != nil {
+				return err
+			}
+		}
 		if text {
+			printChecked(f.IO.Out, checked)
 			return nil
 		}
-		return p.Print(applyOutput{Plan: pl, Result: &pkgplan.ApplyResult{Done: []pkgplan.Step{}, NotDone: []pkgplan.Step{}}}, nil)
+		return p.Print(applyOutput{Plan: pl, Result: &pkgplan.ApplyResult{Done: []pkgplan.Step{}, NotDone: []pkgplan.Step{}}, Migrations: checked}, nil)
 	}
 	if pl.Summary.Destructive && !o.AllowDestroy {
 		return exitcode.Newf(exitcode.Destructive, "refusing to %s without --allow-destroy; nothing was changed", destructiveSummary(pl))
@@ -145,12 +175,14 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 			return exitcode.Newf(exitcode.Failure, "apply cancelled; nothing was changed")
 		}
 	}
-	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, OnStep: func(st pkgplan.Step) {
+	bars := &migrationProgress{f: f, disabled: o.NoProgress}
+	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, Progress: bars.update, AtStep: cmdmigrate.KillAt(f), OnStep: func(st pkgplan.Step) {
+		bars.finish()
 		if st.Error != "" {
 			fmt.Fprintf(f.IO.ErrOut, "%s: %s failed: %s\n", st.Resource, st.Op, st.Error)
 			return
 		}
-		fmt.Fprintf(f.IO.ErrOut, "%s: %s\n", st.Resource, pastTense[st.Op])
+		fmt.Fprintf(f.IO.ErrOut, "%s: %s%s\n", st.Resource, pastTense[st.Op], migratedLine(st.Migration))
 	}})
 	var partial *pkgplan.PartialError
 	if errors.As(err, &partial) {
@@ -177,14 +209,88 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		return p.Print(applyOutput{Plan: pl, Result: res}, nil)
 	}
 	s := pl.Summary
-	fmt.Fprintf(f.IO.Out, "\nApply complete: %d added, %d changed, %d replaced, %d destroyed.\n", s.Add, s.Change, s.Replace, s.Destroy)
+	migrated := ""
+	if s.Migrate > 0 {
+		migrated = fmt.Sprintf("%d migrated, ", s.Migrate)
+	}
+	fmt.Fprintf(f.IO.Out, "\nApply complete: %d added, %d changed, %d replaced, %s%d destroyed.\n", s.Add, s.Change, s.Replace, migrated, s.Destroy)
 	return nil
 }
 
 var pastTense = map[pkgplan.Action]string{
-	pkgplan.ActionCreate: "created",
-	pkgplan.ActionUpdate: "updated",
-	pkgplan.ActionDelete: "deleted",
+	pkgplan.ActionCreate:  "created",
+	pkgplan.ActionUpdate:  "updated",
+	pkgplan.ActionDelete:  "deleted",
+	pkgplan.ActionMigrate: "migrated",
+}
+
+// migratedLine is what a migration did, for its step's line on stderr.
+func migratedLine(sum *migrate.Summary) string {
+	if sum == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s kept, sequences %d to %d, %s re-seated, write outage %s)",
+		plural(int(sum.Messages), "message"), sum.FirstSeq, sum.LastSeq, plural(len(sum.Consumers), "consumer"), approx(sum.WriteOutage))
+}
+
+// printChecked shows what the engine's dry run says each migration would
+// move: the messages, and each consumer's position.
+func printChecked(w io.Writer, checked []pkgplan.Step) {
+	if len(checked) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nDry run: the migrations would start from")
+	for _, st := range checked {
+		sum := st.Migration
+		if sum == nil {
+			fmt.Fprintf(w, "  %s: %s\n", st.Resource, st.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %s, sequences %d to %d\n", st.Resource, plural(int(sum.Messages), "message"), sum.FirstSeq, sum.LastSeq)
+		for _, c := range sum.Consumers {
+			fmt.Fprintf(w, "    consumer %q: acknowledged to %d, %d pending (delivered again)\n", c.Name, c.AckFloor, c.Pending)
+		}
+	}
+}
+
+// migrationProgress shows a bar on stderr, when it is a terminal, while a
+// migration copies: one per resource and phase.
+type migrationProgress struct {
+	mu       sync.Mutex
+	f        *factory.Factory
+	disabled bool
+	bar      *factory.Progress
+	key      string
+	copied   uint64
+}
+
+func (m *migrationProgress) update(resource string, p migrate.Progress) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// A new resource or phase gets a bar of its own, and so does the copy
+	// back of a replacement's second move (the count starts over).
+	if key := resource + "\x00" + p.Phase; key != m.key || p.Copied < m.copied {
+		m.done()
+		total := int64(-1)
+		if p.Total > 0 {
+			total = int64(p.Total)
+		}
+		m.bar = m.f.NewProgress(total, fmt.Sprintf("%s: %s", resource, p.Phase), m.disabled)
+		m.key = key
+	}
+	m.bar.Set(int64(p.Copied))
+	m.copied = p.Copied
+}
+
+func (m *migrationProgress) finish() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.done()
+}
+
+func (m *migrationProgress) done() {
+	m.bar.Finish()
+	m.bar, m.key, m.copied = nil, "", 0
 }
 
 func destructiveSummary(pl *pkgplan.Plan) string {

@@ -26,6 +26,8 @@ declare with the server, and show what "jetctl apply" would do:
   +    create
   ~    update in place
   -/+  replace: delete and create again (the data is lost)
+  <~>  migrate (--migrate): replace by a stream of the same name, keeping
+       every message, sequence and consumer position
   -    delete (only with --prune, and only what jetctl created)
 
 Each changed field shows its old and new value; "# forces replacement" marks
@@ -33,6 +35,13 @@ the field that cannot change in place, "# destructive" an in-place change
 that loses messages (lowering limits, retention changes), with the number
 of messages it removes. Changes made on the server outside jetctl since the
 last apply are listed as drift.
+
+A stream, KV bucket or object store that must be replaced (storage type,
+retention to or from workqueue, ...) says whether "jetctl apply --migrate"
+could keep its data instead, and how much there is, or why not (a mirror's
+data belongs to its origin). --migrate plans those migrations: "<~>", not
+destructive, with the messages and bytes to copy, the consumers to
+re-seat, and the engine's estimate of the copy time and the write outage.
 
 Server defaults and the server's own _nats.* metadata are normalised away,
 so a plan right after apply shows no changes. Planning only reads.
@@ -46,10 +55,12 @@ exit 2, as are problems in the files.
 applies as long as the server still matches it.
 
 --detailed-exitcode: exit 0 when in sync, 8 when changes are pending, 9 when
-destructive changes (replace, delete, data loss) are pending.`,
+destructive changes (replace, delete, data loss) are pending. A migration
+is a change, not a destructive one (8).`,
 		Example: `  jetctl plan -f examples/orders.yaml
   jetctl plan -f plans/ --var ENV=prod --detailed-exitcode
-  jetctl plan -f plans/ --prune -o json > plan.json`,
+  jetctl plan -f plans/ --prune -o json > plan.json
+  jetctl plan -f plans/ --migrate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := f.Printer("table")
@@ -64,7 +75,7 @@ destructive changes (replace, delete, data loss) are pending.`,
 			if err != nil {
 				return err
 			}
-			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, LeaderWait: f.Conn.Timeout})
+			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, Migrate: o.Migrate, LeaderWait: f.Conn.Timeout})
 			if err != nil {
 				return planError(f, err)
 			}

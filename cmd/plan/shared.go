@@ -13,13 +13,16 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/examples"
 	pkgplan "github.com/jetctl/jetctl/pkg/plan"
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // fileOptions are the flags that say which plan files to read.
@@ -28,6 +31,7 @@ type fileOptions struct {
 	Vars     []string
 	VarFiles []string
 	Prune    bool
+	Migrate  bool
 }
 
 func (o *fileOptions) bind(fs *pflag.FlagSet) {
@@ -35,6 +39,7 @@ func (o *fileOptions) bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Vars, "var", nil, "set a variable used as ${NAME} in plan files: NAME=VALUE (repeatable)")
 	fs.StringArrayVar(&o.VarFiles, "var-file", nil, "read variables from a file of NAME=VALUE lines (repeatable)")
 	fs.BoolVar(&o.Prune, "prune", false, "delete resources jetctl created that the files no longer declare")
+	fs.BoolVar(&o.Migrate, "migrate", false, "migrate streams, buckets and object stores that must be replaced, keeping their data and consumer positions")
 }
 
 // load reads and validates the plan files before anything is contacted.
@@ -213,14 +218,36 @@ func printPlan(w io.Writer, p *pkgplan.Plan, destroyAllowed bool) {
 	}
 	if p.Changed() {
 		s := p.Summary
-		fmt.Fprintf(w, "\nPlan: %d to add, %d to change, %d to replace, %d to destroy.\n", s.Add, s.Change, s.Replace, s.Destroy)
+		migrate := ""
+		if s.Migrate > 0 {
+			migrate = fmt.Sprintf("%d to migrate, ", s.Migrate)
+		}
+		fmt.Fprintf(w, "\nPlan: %d to add, %d to change, %d to replace, %s%d to destroy.\n", s.Add, s.Change, s.Replace, migrate, s.Destroy)
 		switch {
 		case s.Destructive && destroyAllowed:
 			fmt.Fprintln(w, "This plan loses data, as --allow-destroy allows.")
 		case s.Destructive:
 			fmt.Fprintln(w, "This plan loses data: apply needs --allow-destroy.")
 		}
+		if n := migratable(p); n > 0 && !p.Migrate {
+			their := "their"
+			if n == 1 {
+				their = "its"
+			}
+			fmt.Fprintf(w, "With --migrate, %s would keep %s data and consumer positions instead.\n", plural(n, "replacement"), their)
+		}
 	}
+}
+
+// migratable counts the replacements a migration could make instead.
+func migratable(p *pkgplan.Plan) int {
+	n := 0
+	for _, r := range p.Resources {
+		if r.Action == pkgplan.ActionReplace && r.Migration != nil && r.Migration.Migratable {
+			n++
+		}
+	}
+	return n
 }
 
 // plural is "1 resource", "2 resources".
@@ -231,7 +258,9 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func hasDetails(r *pkgplan.ResourcePlan) bool { return len(r.Changes) > 0 || len(r.Warnings) > 0 }
+func hasDetails(r *pkgplan.ResourcePlan) bool {
+	return len(r.Changes) > 0 || len(r.Warnings) > 0 || r.Migration != nil
+}
 
 func displayName(r *pkgplan.ResourcePlan) string {
 	if r.Kind == pkgplan.KindConsumer {
@@ -244,6 +273,7 @@ var actionText = map[pkgplan.Action]struct{ symbol, note string }{
 	pkgplan.ActionCreate:  {"  +", "will be created"},
 	pkgplan.ActionUpdate:  {"  ~", "will be updated in place"},
 	pkgplan.ActionReplace: {"-/+", "must be replaced: deleted and created again, losing its data"},
+	pkgplan.ActionMigrate: {"<~>", "will be migrated (data and consumer positions kept)"},
 	pkgplan.ActionDelete:  {"  -", "will be deleted"},
 }
 
@@ -256,6 +286,16 @@ func printResource(w io.Writer, r *pkgplan.ResourcePlan) {
 	fmt.Fprintln(w)
 	for _, c := range r.Changes {
 		fmt.Fprintf(w, "      %s\n", changeLine(r, c))
+	}
+	if m := r.Migration; m != nil {
+		switch {
+		case r.Action == pkgplan.ActionMigrate:
+			fmt.Fprintf(w, "      migration: %s\n", migrationLine(m))
+		case !m.Migratable:
+			fmt.Fprintf(w, "      ! a migration cannot keep its data: %s\n", m.Reason)
+		default:
+			fmt.Fprintf(w, "      ! apply --migrate would keep its data instead: %s\n", keptLine(m))
+		}
 	}
 	for _, warn := range r.Warnings {
 		if r.Action == pkgplan.ActionUpdate && strings.HasPrefix(warn, "lowering ") {
@@ -276,6 +316,8 @@ func changeLine(r *pkgplan.ResourcePlan, c pkgplan.FieldChange) string {
 		line = fmt.Sprintf("~ %s: %s -> %s", c.Path, pkgplan.DisplayValue(r.Kind, c.Path, c.Before), pkgplan.DisplayValue(r.Kind, c.Path, c.After))
 	}
 	switch {
+	case c.ForcesReplacement && r.Action == pkgplan.ActionMigrate:
+		line += "  # forces migration: " + c.Reason
 	case c.ForcesReplacement:
 		line += "  # forces replacement: " + c.Reason
 	case c.Destructive:
@@ -292,4 +334,44 @@ func changeLine(r *pkgplan.ResourcePlan, c pkgplan.FieldChange) string {
 // --jq.
 func textOutput(f *factory.Factory, format string) bool {
 	return format == "table" && f.Output.JQ == ""
+}
+
+// keptLine is what a migration keeps: "530 messages (66 KiB) and the
+// positions of 2 consumers".
+func keptLine(m *pkgplan.Migration) string {
+	s := fmt.Sprintf("%s (%s)", plural(int(m.Messages), "message"), humanize.IBytes(m.Bytes))
+	if m.Consumers > 0 {
+		s += " and the positions of " + plural(m.Consumers, "consumer")
+	}
+	return s
+}
+
+// migrationLine is what a migration moves and how long it takes: "530
+// messages (66 KiB) copied twice, through ORDERS_JETCTL_MIGRATE, 2
+// consumers re-seated; copy about 40ms, write outage about 5ms".
+func migrationLine(m *pkgplan.Migration) string {
+	s := fmt.Sprintf("%s (%s) copied twice, through %s", plural(int(m.Messages), "message"), humanize.IBytes(m.Bytes), m.Via)
+	if m.Consumers > 0 {
+		s += fmt.Sprintf(", %s re-seated", plural(m.Consumers, "consumer"))
+	}
+	if m.CopyTime != nil && m.Outage != nil {
+		s += fmt.Sprintf("; copy about %s, write outage about %s", approx(*m.CopyTime), approx(*m.Outage))
+	}
+	return s
+}
+
+// approx rounds an estimate to what it can promise: milliseconds under a
+// second, tenths of a second under a minute, seconds above.
+func approx(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Millisecond:
+		return "1ms"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return units.FormatDuration(d.Round(time.Second))
 }

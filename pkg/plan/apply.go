@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
 
@@ -20,8 +21,10 @@ type Step struct {
 	Resource string `json:"resource"`
 	Op       Action `json:"op"`
 	Error    string `json:"error,omitempty"`
+	// Migration is what a migrate step did (pkg/migrate's summary).
+	Migration *migrate.Summary `json:"migration,omitempty"`
 
-	run func(ctx context.Context) error
+	run func(ctx context.Context, st *Step) error
 }
 
 // ApplyResult says what apply did.
@@ -65,6 +68,12 @@ type ApplyOptions struct {
 	// LeaderWait bounds the wait, when reading back, for a stream or
 	// consumer whose group is still electing a leader (see FetchLive).
 	LeaderWait time.Duration
+	// Progress, if set, is called while a migration copies, with the
+	// migrated resource's label.
+	Progress func(resource string, p migrate.Progress)
+	// AtStep, if set, is called at each step of a migration
+	// (migrate.ReplaceOptions.AtStep): the kill-and-rerun tests die there.
+	AtStep func(step string)
 }
 
 // Apply makes the server match p: deletions first (consumers before their
@@ -73,7 +82,7 @@ type ApplyOptions struct {
 // consumers. It stops at the first failure with a *PartialError, and
 // after success reads everything back: a difference is a *VerifyError.
 func Apply(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live, opts ApplyOptions) (*ApplyResult, error) {
-	steps, err := buildSteps(js, p, live)
+	steps, err := buildSteps(js, p, live, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +93,7 @@ func Apply(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live, opt
 			res.NotDone = append(res.NotDone, steps[i:]...)
 			return res, &PartialError{Result: res, Err: err}
 		}
-		if err := st.run(ctx); err != nil {
+		if err := st.run(ctx, &st); err != nil {
 			st.Error = strings.TrimPrefix(err.Error(), "nats: ")
 			failed := st
 			res.Failed = &failed
@@ -184,7 +193,7 @@ func withMarks(md map[string]string, managed bool, hash string) map[string]strin
 	return out
 }
 
-func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
+func buildSteps(js jetstream.JetStream, p *Plan, live *Live, opts ApplyOptions) ([]Step, error) {
 	desired, err := DesiredFromPlan(p)
 	if err != nil {
 		return nil, err
@@ -239,11 +248,13 @@ func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
 	for i := len(ordered) - 1; i >= 0; i-- {
 		steps = append(steps, deleteStep(js, ordered[i]))
 	}
-	// 3. Streams, buckets and object stores that are created or updated,
-	// origins first.
+	// 3. Streams, buckets and object stores that are created, updated or
+	// migrated, origins first. A migration recreates the stream's live
+	// consumers (but those step 1 deleted) with their positions; the
+	// plan's own consumer changes follow in step 4.
 	var coming []*ResourcePlan
 	for _, rp := range streamLevel {
-		if rp.Action == ActionCreate || rp.Action == ActionUpdate || rp.Action == ActionReplace {
+		if rp.Action == ActionCreate || rp.Action == ActionUpdate || rp.Action == ActionReplace || rp.Action == ActionMigrate {
 			coming = append(coming, rp)
 		}
 	}
@@ -271,6 +282,18 @@ func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
 		if r == nil {
 			return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
 		}
+		if rp.Action == ActionMigrate {
+			st, err := migrateStep(js, rp, r, live, opts)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, st)
+			if r.Kind == KindStream {
+				continue // migrated straight into its declared config
+			}
+			// A bucket's stream was migrated with only what forced it
+			// changed; the bucket's declared config is an update away.
+		}
 		steps = append(steps, putStep(js, rp, r, live, nil))
 	}
 	// 4. Consumers, created or updated with the explicit action.
@@ -280,7 +303,12 @@ func buildSteps(js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
 			if r == nil {
 				return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
 			}
-			steps = append(steps, putStep(js, rp, r, live, streamCfg(rp.Stream)))
+			st := putStep(js, rp, r, live, streamCfg(rp.Stream))
+			if parent := byStream[rp.Stream]; parent != nil && parent.Action == ActionMigrate && rp.Action == ActionUpdate {
+				managed := live.metadata(r.Kind, r.Stream, r.Name)[ManagedKey] == "true"
+				st = keepReseat(js, st, r, managed, hashView(view(r.Kind, r.config(), streamCfg(rp.Stream))))
+			}
+			steps = append(steps, st)
 		}
 	}
 	return steps, nil
@@ -334,7 +362,7 @@ func topoOrder(rps []*ResourcePlan, deps func(*ResourcePlan) []string) []*Resour
 
 func deleteStep(js jetstream.JetStream, rp *ResourcePlan) Step {
 	st := Step{Resource: rp.Label(), Op: ActionDelete}
-	st.run = func(ctx context.Context) error {
+	st.run = func(ctx context.Context, _ *Step) error {
 		var err error
 		switch rp.Kind {
 		case KindConsumer:
@@ -364,9 +392,9 @@ func deleteStep(js jetstream.JetStream, rp *ResourcePlan) Step {
 }
 
 // putStep creates or updates a resource. A replaced resource was deleted
-// by an earlier step, so it is created.
+// by an earlier step, so it is created; a migrated one is updated.
 func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, streamCfg *jetstream.StreamConfig) Step {
-	create := rp.Action != ActionUpdate
+	create := rp.Action == ActionCreate || rp.Action == ActionReplace
 	op := ActionUpdate
 	if create {
 		op = ActionCreate
@@ -391,6 +419,14 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 			// would remove them after inactive_threshold.
 			cfg.Name, cfg.Durable = r.Name, r.Name
 			cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+			// A consumer a migration re-seated keeps its start (the server
+			// refuses to change deliver_policy) and its mark.
+			if ci := live.Consumers[r.Stream][r.Name]; !create && ci != nil {
+				if from, ok := reseatedFrom(&ci.Config); ok && from == cfg.DeliverPolicy {
+					cfg.DeliverPolicy, cfg.OptStartSeq = ci.Config.DeliverPolicy, ci.Config.OptStartSeq
+					cfg.Metadata[ReseatedFromKey] = ci.Config.Metadata[ReseatedFromKey]
+				}
+			}
 			if create {
 				_, err = js.CreateConsumer(ctx, r.Stream, cfg)
 			} else {
@@ -416,7 +452,7 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 		return err
 	}
 	first := moveOrScaleFirst(rp, r, live)
-	st.run = func(ctx context.Context) error {
+	st.run = func(ctx context.Context, _ *Step) error {
 		if first == nil {
 			return put(ctx)
 		}
@@ -428,6 +464,32 @@ func putStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, 
 		}
 		replicas, _ := r.replicasAndPlacement()
 		return waitSettled(ctx, js, r.StreamName(), replicas)
+	}
+	return st
+}
+
+// keepReseat wraps the update of a consumer of a migrated stream: if the
+// migration re-seated it by start sequence (ReseatedFromKey), the update
+// keeps that start and the mark, which the server would otherwise refuse
+// to change (deliver_policy is immutable) or which plan needs.
+func keepReseat(js jetstream.JetStream, st Step, r *Resource, managed bool, hash string) Step {
+	update := st.run
+	st.run = func(ctx context.Context, s *Step) error {
+		c, err := js.Consumer(ctx, r.Stream, r.Name)
+		if err != nil {
+			return err
+		}
+		live := c.CachedInfo().Config
+		if from, ok := reseatedFrom(&live); !ok || from != r.ConsumerConfig.DeliverPolicy {
+			return update(ctx, s)
+		}
+		cfg := *r.ConsumerConfig
+		cfg.Name, cfg.Durable = r.Name, r.Name
+		cfg.DeliverPolicy, cfg.OptStartSeq = live.DeliverPolicy, live.OptStartSeq
+		cfg.Metadata = withMarks(cfg.Metadata, managed, hash)
+		cfg.Metadata[ReseatedFromKey] = live.Metadata[ReseatedFromKey]
+		_, err = js.UpdateConsumer(ctx, r.Stream, cfg)
+		return err
 	}
 	return st
 }
@@ -540,3 +602,86 @@ const (
 	jsErrMoveInProgress        jetstream.ErrorCode = 10124
 	jsErrReconfigureInProgress jetstream.ErrorCode = 10226
 )
+
+// migrateStep replaces the stream behind rp by one of the same name with
+// the declared config (a bucket's: see migrationTarget), keeping its
+// messages, sequences and consumer positions (migrate.Replace). The
+// stream keeps jetctl's managed mark as it was: a migration is not a
+// create.
+func migrateStep(js jetstream.JetStream, rp *ResourcePlan, r *Resource, live *Live, aopts ApplyOptions) (Step, error) {
+	st := Step{Resource: rp.Label(), Op: ActionMigrate}
+	target, err := markedTarget(rp, r, live)
+	if err != nil {
+		return st, err
+	}
+	label := rp.Label()
+	st.run = func(ctx context.Context, st *Step) error {
+		opts := migrate.ReplaceOptions{AtStep: aopts.AtStep}
+		if aopts.Progress != nil {
+			opts.Progress = func(p migrate.Progress) { aopts.Progress(label, p) }
+		}
+		sum, err := replaceStream(ctx, js, *target, opts)
+		st.Migration = sum
+		if err != nil {
+			return err
+		}
+		return markReseated(ctx, js, target.Name, sum, live.Consumers[target.Name])
+	}
+	return st, nil
+}
+
+// markedTarget is the config migrate.Replace gets for rp: the migration's
+// target (see migrationTarget), with jetctl's marks on a stream.
+func markedTarget(rp *ResourcePlan, r *Resource, live *Live) (*jetstream.StreamConfig, error) {
+	si := live.Streams[r.StreamName()]
+	if si == nil {
+		return nil, fmt.Errorf("%s: not on the server, nothing to migrate", rp.Label())
+	}
+	target, err := migrationTarget(r, si)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rp.Label(), err)
+	}
+	if r.Kind == KindStream {
+		managed := si.Config.Metadata[ManagedKey] == "true"
+		target.Metadata = withMarks(target.Metadata, managed, hashView(view(r.Kind, r.config(), nil)))
+	}
+	return target, nil
+}
+
+// CheckMigrations asks the engine, changing nothing, whether each
+// migration of p would start, and what it would move (migrate.Replace's
+// dry run): one step per migration, its Migration the engine's summary.
+// The first migration the engine refuses is the error, naming it.
+func CheckMigrations(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live) ([]Step, error) {
+	desired, err := DesiredFromPlan(p)
+	if err != nil {
+		return nil, err
+	}
+	steps := []Step{}
+	for _, rp := range p.Resources {
+		if rp.Action != ActionMigrate {
+			continue
+		}
+		r := desired.find(rp.Kind, rp.Stream, rp.Name)
+		if r == nil {
+			return nil, fmt.Errorf("%s: no declared config to apply", rp.Label())
+		}
+		if _, ok := interrupted(live, r.StreamName()); ok {
+			// Finishing an interrupted migration: migrate.Replace's dry run
+			// does not stop before a second move (it would run it), so it
+			// is not asked.
+			steps = append(steps, Step{Resource: rp.Label(), Op: ActionMigrate, Error: "not checked: it finishes an interrupted migration"})
+			continue
+		}
+		target, err := markedTarget(rp, r, live)
+		if err != nil {
+			return nil, err
+		}
+		sum, err := replaceStream(ctx, js, *target, migrate.ReplaceOptions{DryRun: true})
+		if err != nil {
+			return nil, fmt.Errorf("%s: the migration would fail: %w", rp.Label(), err)
+		}
+		steps = append(steps, Step{Resource: rp.Label(), Op: ActionMigrate, Migration: sum})
+	}
+	return steps, nil
+}

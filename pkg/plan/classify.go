@@ -150,7 +150,7 @@ func lowersLimit(field string, before, after any) bool {
 // stream is within the new limit.
 func assessDataLoss(ctx context.Context, js jetstream.JetStream, p *Plan, live *Live) error {
 	for _, rp := range p.Resources {
-		if rp.Action != ActionUpdate {
+		if rp.Action != ActionUpdate && rp.Action != ActionMigrate {
 			continue
 		}
 		info := live.Streams[streamNameOf(rp.Kind, rp.Stream, rp.Name)]

@@ -20,6 +20,10 @@ import (
 type Live struct {
 	Streams   map[string]*jetstream.StreamInfo
 	Consumers map[string]map[string]*jetstream.ConsumerInfo
+	// StandIns maps a stream whose migration was interrupted between its
+	// moves to the temporary stream that holds its data, and stands for it
+	// in Streams and Consumers (see resumeView).
+	StandIns map[string]string
 }
 
 // fetchParallelism bounds the consumer listings in flight at once.

@@ -24,11 +24,12 @@ const (
 )
 
 // cleanMetadata drops what the server adds (_nats.*) and jetctl's own
-// bookkeeping keys, so that neither shows up as a difference.
+// bookkeeping keys (io.jetctl.*, and the state a migration in progress
+// keeps on its streams), so that neither shows up as a difference.
 func cleanMetadata(m map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range m {
-		if strings.HasPrefix(k, "_nats.") || strings.HasPrefix(k, "io.jetctl.") {
+		if strings.HasPrefix(k, "_nats.") || strings.HasPrefix(k, "io.jetctl.") || k == migrateStateKey {
 			continue
 		}
 		if out == nil {
@@ -166,6 +167,11 @@ func normaliseConsumer(c jetstream.ConsumerConfig, stream *jetstream.StreamConfi
 	}
 	// Pausing is operational state, not configuration.
 	c.PauseUntil = nil
+	// A consumer a migration re-seated from where it was counts as having
+	// the deliver policy it had (see ReseatedFromKey).
+	if from, ok := reseatedFrom(&c); ok {
+		c.DeliverPolicy, c.OptStartSeq = from, 0
+	}
 	c.Metadata = cleanMetadata(c.Metadata)
 	return c
 }

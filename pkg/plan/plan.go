@@ -22,12 +22,15 @@ const FormatVersion = 1
 type Action string
 
 // Actions, with their plan symbols: + create, ~ update, -/+ replace,
-// - delete.
+// <~> migrate, - delete.
 const (
 	ActionNone    Action = "no-op"
 	ActionCreate  Action = "create"
 	ActionUpdate  Action = "update"
 	ActionReplace Action = "replace"
+	// ActionMigrate replaces a stream, bucket or object store by one of the
+	// same name keeping its data and consumer positions (apply --migrate).
+	ActionMigrate Action = "migrate"
 	ActionDelete  Action = "delete"
 )
 
@@ -54,10 +57,13 @@ type Plan struct {
 	FormatVersion int `json:"format_version"`
 	// Fingerprint covers the live configs of every resource in the plan;
 	// apply --plan-file refuses a plan whose fingerprint no longer matches.
-	Fingerprint string          `json:"fingerprint"`
-	Prune       bool            `json:"prune"`
-	Summary     Summary         `json:"summary"`
-	Resources   []*ResourcePlan `json:"resources"`
+	Fingerprint string `json:"fingerprint"`
+	Prune       bool   `json:"prune"`
+	// Migrate is true when the plan migrates what it can instead of
+	// replacing it (plan --migrate); apply --plan-file takes it from here.
+	Migrate   bool            `json:"migrate"`
+	Summary   Summary         `json:"summary"`
+	Resources []*ResourcePlan `json:"resources"`
 	// Ignored are resources that --prune leaves alone because jetctl did not
 	// create them. Like every list in the JSON plan it is [] when empty,
 	// never null or absent, so that `--jq '.ignored[]'` works.
@@ -69,6 +75,7 @@ type Summary struct {
 	Add         int  `json:"add"`
 	Change      int  `json:"change"`
 	Replace     int  `json:"replace"`
+	Migrate     int  `json:"migrate"`
 	Destroy     int  `json:"destroy"`
 	Drift       int  `json:"drift"`
 	Destructive bool `json:"destructive"`
@@ -80,7 +87,7 @@ type ResourcePlan struct {
 	Stream string `json:"stream,omitempty"`
 	Name   string `json:"name"`
 	Action Action `json:"action"`
-	// Reason explains a replace or delete.
+	// Reason explains a replace, migrate or delete.
 	Reason string `json:"reason,omitempty"`
 	// Destructive is true when the action loses data: replace, delete, or
 	// an in-place change that removes messages.
@@ -91,6 +98,9 @@ type ResourcePlan struct {
 	Managed  bool          `json:"managed"`
 	Changes  []FieldChange `json:"changes"`
 	Warnings []string      `json:"warnings"`
+	// Migration is set on a replaced or migrated stream, bucket or object
+	// store: whether its data can be kept, and how much there is.
+	Migration *Migration `json:"migration,omitempty"`
 	// LiveFingerprint identifies the live config ("" when absent).
 	LiveFingerprint string `json:"live_fingerprint"`
 	// Config is the declared config, in the server's JSON form.
@@ -144,6 +154,10 @@ type Options struct {
 	// LeaderWait bounds the wait for a stream or consumer without a leader
 	// (see FetchLive); 0 is DefaultLeaderWait.
 	LeaderWait time.Duration
+	// Migrate plans a migration, keeping data and consumer positions,
+	// instead of each replacement of a stream, bucket or object store that
+	// can keep them (see Migration).
+	Migrate bool
 }
 
 // Make reads the live server and computes the plan for desired. What the
@@ -155,10 +169,14 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	for _, r := range desired.Resources {
 		wanted[r.StreamName()] = true
 	}
-	live, err := FetchLive(ctx, js, func(stream string) bool { return opts.Prune || wanted[stream] }, opts.LeaderWait)
+	live, err := FetchLive(ctx, js, func(stream string) bool {
+		orig, temp := migrationTempOf(stream)
+		return opts.Prune || wanted[stream] || (temp && wanted[orig])
+	}, opts.LeaderWait)
 	if err != nil {
 		return nil, nil, err
 	}
+	live = resumeView(live, desired)
 	p, err := Compute(desired, live, opts)
 	if err != nil {
 		return nil, nil, err
@@ -166,6 +184,7 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	if err := assessDataLoss(ctx, js, p, live); err != nil {
 		return nil, nil, err
 	}
+	estimateMigrations(ctx, js, p, live)
 	lim, err := FetchServerLimits(ctx, js)
 	if err != nil {
 		return nil, nil, err
@@ -179,13 +198,17 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 // Compute compares desired with live. It contacts nothing: message counts
 // for data-loss warnings are added by Make.
 func Compute(desired *Desired, live *Live, opts Options) (*Plan, error) {
-	p := &Plan{FormatVersion: FormatVersion, Prune: opts.Prune, Resources: []*ResourcePlan{}}
+	p := &Plan{FormatVersion: FormatVersion, Prune: opts.Prune, Migrate: opts.Migrate, Resources: []*ResourcePlan{}}
 	byStream := map[string]*ResourcePlan{}
 	for _, r := range desired.Resources {
 		if r.Kind == KindConsumer {
 			continue
 		}
 		rp := planResource(r, live, nil, nil)
+		planMigration(rp, live, opts.Migrate)
+		if temp, ok := interrupted(live, r.StreamName()); ok {
+			planResume(rp, live, temp, opts.Migrate)
+		}
 		byStream[r.StreamName()] = rp
 		p.Resources = append(p.Resources, rp)
 	}
@@ -314,6 +337,12 @@ func prune(p *Plan, desired *Desired, live *Live) {
 		if desired.find(kind, "", name) != nil {
 			continue
 		}
+		if orig, ok := migrationTempOf(sname); ok {
+			// It may hold the only copy of orig's data.
+			p.Ignored = append(p.Ignored, Ignored{Kind: kind, Name: name,
+				Reason: fmt.Sprintf("the temporary stream of a migration of %q: apply --migrate finishes it", orig)})
+			continue
+		}
 		if si.Config.Metadata[ManagedKey] != "true" {
 			p.Ignored = append(p.Ignored, Ignored{Kind: kind, Name: name, Reason: "not managed by jetctl"})
 			continue
@@ -333,6 +362,9 @@ func prune(p *Plan, desired *Desired, live *Live) {
 		p.Resources = append(p.Resources, rp)
 	}
 	for _, sname := range names {
+		if _, ok := migrationTempOf(sname); ok {
+			continue
+		}
 		consumers := live.Consumers[sname]
 		cnames := make([]string, 0, len(consumers))
 		for c := range consumers {
@@ -382,6 +414,8 @@ func finish(p *Plan) {
 			s.Change++
 		case ActionReplace:
 			s.Replace++
+		case ActionMigrate:
+			s.Migrate++
 		case ActionDelete:
 			s.Destroy++
 		}

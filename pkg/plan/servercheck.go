@@ -92,6 +92,11 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 	}
 	for _, rp := range p.Resources {
 		r := rp.res
+		if r != nil && r.Kind != KindConsumer && rp.Action != ActionMigrate {
+			if temp, ok := interrupted(live, r.StreamName()); ok {
+				add(r, "", "stream %q, left by an interrupted migration, holds its data: finish the migration with jetctl apply --migrate first", temp)
+			}
+		}
 		if r == nil || rp.Action == ActionNone || rp.Action == ActionDelete {
 			continue
 		}
@@ -103,6 +108,11 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 			if size, field := maxMessageSize(r); lim.MaxPayload > 0 && size > lim.MaxPayload {
 				rp.Warnings = append(rp.Warnings, fmt.Sprintf("%s %s is above the server's max_payload %s: the server refuses larger messages anyway",
 					field, units.FormatSize(size), units.FormatSize(lim.MaxPayload)))
+			}
+			if rp.Action == ActionMigrate && r.Kind == KindStream {
+				for _, msg := range migratedConsumerProblems(r.StreamConfig, p, live) {
+					add(r, "retention", "%s", msg)
+				}
 			}
 			continue
 		}
@@ -179,7 +189,8 @@ func effectiveStream(name string, declared map[string]*Resource, live *Live) *je
 
 // stayingConsumers are the live consumers of a stream that apply leaves in
 // place and does not redeclare: none when the stream is created or
-// replaced, and not those the plan deletes.
+// replaced, only those a migration re-seats, and not those the plan
+// deletes.
 func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Live) []*jetstream.ConsumerInfo {
 	if streamPlan != nil && (streamPlan.Action == ActionCreate || streamPlan.Action == ActionReplace || streamPlan.Action == ActionDelete) {
 		return nil
@@ -196,9 +207,12 @@ func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Li
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	migrated := streamPlan != nil && streamPlan.Action == ActionMigrate
 	for _, name := range names {
-		if !planned[name] {
-			out = append(out, live.Consumers[stream][name])
+		ci := live.Consumers[stream][name]
+		// A migration leaves behind the consumers it does not re-seat.
+		if !planned[name] && (!migrated || migratesConsumer(&ci.Config)) {
+			out = append(out, ci)
 		}
 	}
 	return out
@@ -244,4 +258,41 @@ func enumName[T ~int](v T) string {
 		return names[v]
 	}
 	return fmt.Sprint(int(v))
+}
+
+// migratedConsumerProblems are the consumers a migration would recreate
+// on the new stream (every live one the plan neither deletes nor
+// replaces: the engine recreates them as they are, and the plan's own
+// changes come after) that the server would refuse there.
+func migratedConsumerProblems(target *jetstream.StreamConfig, p *Plan, live *Live) []string {
+	gone := map[string]bool{}
+	for _, rp := range p.Resources {
+		if rp.Kind == KindConsumer && rp.Stream == target.Name && (rp.Action == ActionDelete || rp.Action == ActionReplace) {
+			gone[rp.Name] = true
+		}
+	}
+	names := make([]string, 0, len(live.Consumers[target.Name]))
+	for name, ci := range live.Consumers[target.Name] {
+		if !gone[name] && migratesConsumer(&ci.Config) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out []string
+	for i, name := range names {
+		ci := live.Consumers[target.Name][name]
+		for _, fp := range consumerRules(target, &ci.Config) {
+			out = append(out, fmt.Sprintf("consumer %q, which the migration recreates as it is on the server: %s", name, fp.msg))
+		}
+		if target.Retention != jetstream.WorkQueuePolicy {
+			continue
+		}
+		for _, other := range names[i+1:] {
+			if mine, theirs, ok := overlappingFilters(&ci.Config, &live.Consumers[target.Name][other].Config); ok {
+				out = append(out, fmt.Sprintf("consumers %q and %q, which the migration recreates as they are on the server: filter %q overlaps %q, but workqueue stream %q allows one consumer per subject",
+					name, other, mine, theirs, target.Name))
+			}
+		}
+	}
+	return out
 }

@@ -90,6 +90,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"consumer-next":   cmdConsumerNext,
 		"poison-worker":   cmdPoisonWorker,
 		"consumer-leader": cmdConsumerLeader,
+		"obj-put":         cmdObjPut,
+		"obj-get":         cmdObjGet,
 		"stepdown":        cmdStepdown,
 		"pub-loop":        cmdPubLoop,
 		"domain-pair":     cmdDomainPair,
