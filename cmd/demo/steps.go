@@ -86,7 +86,7 @@ func Steps() []Step {
 			Title: "The fixed billing worker charges the redriven orders",
 			Do:    func(ctx context.Context, env *Env) (string, error) { return billingWorker(ctx, env.JS, 0) },
 		},
-	}, consumerSteps()...)
+	}, append(consumerSteps(), migrateSteps()...)...)
 }
 
 // billingWorker stands for the billing service: it charges paid orders

@@ -140,3 +140,49 @@ func TestReplaceUnderItsOwnNameWhilePublishing(t *testing.T) {
 		}
 	}
 }
+
+// Stopped between its two moves, a replacement's dry run changes nothing,
+// and a rerun finishes it.
+func TestReplaceStoppedBetweenMovesDryRunThenRerun(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "orders.a", 20)
+	cfg := src.CachedInfo().Config
+	cfg.Storage = jetstream.MemoryStorage
+	stopCtx, stop := context.WithCancel(ctx(t))
+	_, err = migrate.Replace(stopCtx, js, cfg, migrate.ReplaceOptions{AtStep: func(step string) {
+		if step == "2:created" {
+			stop()
+		}
+	}})
+	if err == nil {
+		t.Fatal("the stopped replacement succeeded")
+	}
+	info := func(name string) *jetstream.StreamInfo {
+		s, err := js.Stream(ctx(t), name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return s.CachedInfo()
+	}
+	before := info("ORDERS")
+	if _, err := migrate.Replace(ctx(t), js, cfg, migrate.ReplaceOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if after := info("ORDERS"); after.Config.Mirror == nil || after.State.Msgs != before.State.Msgs || after.State.LastSeq != before.State.LastSeq {
+		t.Fatalf("the dry run changed ORDERS: %+v", after)
+	}
+	sum, err := migrate.Replace(ctx(t), js, cfg, migrate.ReplaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Resumed || sum.Messages != 20 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if got := info("ORDERS"); got.Config.Storage != jetstream.MemoryStorage || got.Config.Mirror != nil || got.State.Msgs != 20 {
+		t.Fatalf("ORDERS after: %+v", got)
+	}
+}
