@@ -26,6 +26,24 @@ const LockTTL = 30 * time.Second
 // another domain, its mirror just never hears.
 const unheardFor = 15 * time.Second
 
+// lease takes the lease of a migration of stream, or fails with ErrBusy
+// naming its holder. The returned context ends when the lease is lost;
+// release gives it up.
+func lease(ctx context.Context, js jetstream.JetStream, stream string) (context.Context, func(), error) {
+	lock, err := dlq.AcquireLock(ctx, js, LockKey(stream), LockTTL, "jetctl migrate unlock --stream "+stream)
+	if err != nil {
+		if errors.Is(err, dlq.ErrLocked) {
+			return ctx, nil, fmt.Errorf("%w: %v", ErrBusy, err)
+		}
+		return ctx, nil, err
+	}
+	lctx, cancel := lock.WithLease(ctx)
+	return lctx, func() {
+		cancel()
+		lock.Release(context.WithoutCancel(ctx))
+	}, nil
+}
+
 // LockKey is the lease key of a migration of stream (in jetctl's lease
 // bucket on the source's server).
 func LockKey(stream string) string { return "migrate." + stream }
@@ -212,17 +230,11 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		return m.sum, nil
 	}
 	if !m.hop.lockHeld {
-		lock, err := dlq.AcquireLock(ctx, m.src.JS, LockKey(m.srcName), LockTTL, "jetctl migrate unlock --stream "+m.srcName)
-		if err != nil {
-			if errors.Is(err, dlq.ErrLocked) {
-				return nil, fmt.Errorf("%w: %v", ErrBusy, err)
-			}
+		var release func()
+		if ctx, release, err = lease(ctx, m.src.JS, m.srcName); err != nil {
 			return nil, err
 		}
-		defer lock.Release(context.WithoutCancel(ctx))
-		var cancel context.CancelFunc
-		ctx, cancel = lock.WithLease(ctx)
-		defer cancel()
+		defer release()
 	}
 	if st == nil {
 		if ti, st, err = m.create(ctx, sinfo); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
@@ -73,17 +72,11 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 	}
 	secondOnly := (xok && xst != nil && xst.Source == tmp) || (!xok && tok && tst != nil && tst.Phase == phaseHeld)
 	if !opts.DryRun {
-		lock, err := dlq.AcquireLock(ctx, js, LockKey(name), LockTTL, "jetctl migrate unlock --stream "+name)
-		if err != nil {
-			if errors.Is(err, dlq.ErrLocked) {
-				return nil, fmt.Errorf("%w: %v", ErrBusy, err)
-			}
+		var release func()
+		if ctx, release, err = lease(ctx, js, name); err != nil {
 			return nil, err
 		}
-		defer lock.Release(context.WithoutCancel(ctx))
-		var cancel context.CancelFunc
-		ctx, cancel = lock.WithLease(ctx)
-		defer cancel()
+		defer release()
 	}
 	h := hop{lockHeld: true}
 	var first *Summary
