@@ -296,3 +296,129 @@ func TestClientCopyRefusesAnExistingTarget(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTargetExists", err)
 	}
 }
+
+func TestClientCopyRetentionsAndPositions(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		retention jetstream.RetentionPolicy
+		to        jetstream.RetentionPolicy
+	}{
+		{"limits-to-workqueue", jetstream.LimitsPolicy, jetstream.WorkQueuePolicy},
+		{"workqueue-to-limits", jetstream.WorkQueuePolicy, jetstream.LimitsPolicy},
+		{"interest-to-interest", jetstream.InterestPolicy, jetstream.InterestPolicy},
+		{"limits-to-interest", jetstream.LimitsPolicy, jetstream.InterestPolicy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sjs := embeddedtest.JetStream(t)
+			djs := embeddedtest.JetStream(t)
+			src, err := sjs.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Retention: tc.retention, MaxMsgs: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := sjs.CreateOrUpdateConsumer(ctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "proj", AckPolicy: jetstream.AckExplicitPolicy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 100; i++ {
+				if _, err := sjs.Publish(ctx(t), fmt.Sprintf("orders.%d", i%7), []byte(fmt.Sprintf("order %d", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.retention == jetstream.LimitsPolicy {
+				_ = src.DeleteMsg(ctx(t), 50)
+				_ = src.DeleteMsg(ctx(t), 100)
+			}
+			b, err := c.Fetch(45)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for m := range b.Messages() {
+				if md, _ := m.Metadata(); md.Sequence.Stream <= 40 {
+					if err := m.DoubleAck(ctx(t)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want, sinfo := storedMsgs(t, sjs, "ORDERS", false)
+			tcfg := src.CachedInfo().Config
+			tcfg.Retention = tc.to
+			tcfg.Storage = jetstream.MemoryStorage
+			sum, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "ORDERS", TargetConfig: &tcfg, Cutover: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Mechanism != "copy" || !sum.Verified {
+				t.Fatalf("summary %+v", sum)
+			}
+			got, tinfo := storedMsgs(t, djs, "ORDERS", true)
+			if tc.to == jetstream.InterestPolicy {
+				for seq := range want {
+					if seq <= 40 {
+						delete(want, seq)
+					}
+				}
+			}
+			sameStored(t, want, got)
+			if tinfo.Config.Retention != tc.to || tinfo.Config.Storage != jetstream.MemoryStorage || tinfo.Config.MaxMsgs != 1000 {
+				t.Errorf("config %+v", tinfo.Config)
+			}
+			ms := fetch(t, mustConsumer(t, djs, "ORDERS", "proj"), 1, 5*time.Second)
+			if len(ms) != 1 || seqOf(t, ms[0]) != 41 {
+				t.Fatalf("proj next: %v", seqs(t, ms))
+			}
+			ack, err := djs.Publish(ctx(t), "orders.x", []byte("after"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ack.Sequence != sinfo.State.LastSeq+1 {
+				t.Errorf("publish after at seq %d, want %d", ack.Sequence, sinfo.State.LastSeq+1)
+			}
+		})
+	}
+}
+
+func mustConsumer(t *testing.T, js jetstream.JetStream, stream, name string) jetstream.Consumer {
+	t.Helper()
+	c, err := js.Consumer(ctx(t), stream, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A target that differs at the cutover (a message lost from it): exit 4,
+// the source gets its subjects and consumers back.
+func TestClientCopyVerifyFailureGivesTheSourceBack(t *testing.T) {
+	sjs := embeddedtest.JetStream(t)
+	djs := embeddedtest.JetStream(t)
+	if _, err := sjs.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sjs.CreateOrUpdateConsumer(ctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "proj", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, sjs, "orders.new", 50)
+	_, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "ORDERS", Cutover: true, AtStep: func(step string) {
+		if step == "held" {
+			s, err := djs.Stream(ctx(t), "ORDERS")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := s.DeleteMsg(ctx(t), 10); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	var ve *migrate.VerifyError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a VerifyError", err)
+	}
+	si := streamInfo(t, sjs, "ORDERS")
+	if fmt.Sprint(si.Config.Subjects) != "[orders.>]" || si.State.Msgs != 50 {
+		t.Fatalf("source: %v, %d messages", si.Config.Subjects, si.State.Msgs)
+	}
+	if ci := consumerInfo(t, sjs, "ORDERS", "proj"); ci.Paused {
+		t.Fatal("the source's consumer is still paused")
+	}
+}
