@@ -247,14 +247,23 @@ func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetst
 // tail left is short.
 func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 	for round := 0; ; round++ {
-		if err := m.copyUpTo(ctx, si.State.LastSeq, "copying"); err != nil {
+		// The source's messages are hashed as they are copied: only what
+		// the target held already is read from the source again.
+		var copied []msgHash
+		began, err := m.copyUpTo(ctx, si.State.LastSeq, "copying", &copied)
+		if err != nil {
 			return err
 		}
 		from, to := max(si.State.FirstSeq, m.verified+1), si.State.LastSeq
 		if si.State.Msgs > 0 && to >= from {
-			srcHs, dstHs, err := m.readBothCopy(ctx, from, to)
+			srcHs, dstHs, err := m.readBothCopy(ctx, from, to, min(began, to+1))
 			if err != nil {
 				return err
+			}
+			for _, h := range copied {
+				if h.Seq >= from && h.Seq <= to && (len(srcHs) == 0 || h.Seq > srcHs[len(srcHs)-1].Seq) {
+					srcHs = append(srcHs, h)
+				}
 			}
 			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
 			m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
@@ -269,7 +278,6 @@ func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 		if !m.cfg.Cutover || round >= maxLiveRounds {
 			return nil
 		}
-		var err error
 		if si, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
 			return err
 		}
@@ -279,8 +287,9 @@ func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 	}
 }
 
-// readBothCopy hashes from..to of the source and of the target, at once.
-func (m *mover) readBothCopy(ctx context.Context, from, to uint64) ([]msgHash, []msgHash, error) {
+// readBothCopy hashes from..to of the target and from..srcEnd-1 of the
+// source, at once.
+func (m *mover) readBothCopy(ctx context.Context, from, to, srcEnd uint64) ([]msgHash, []msgHash, error) {
 	type res struct {
 		hs  []msgHash
 		err error
@@ -290,7 +299,11 @@ func (m *mover) readBothCopy(ctx context.Context, from, to uint64) ([]msgHash, [
 		hs, err := readHashesWith(ctx, m.dst.JS, m.dstName, from, to, copyHash)
 		ch <- res{hs, err}
 	}()
-	hs, err := readHashesWith(ctx, m.src.JS, m.srcName, from, to, sourceHash)
+	var hs []msgHash
+	var err error
+	if srcEnd > from {
+		hs, err = readHashesWith(ctx, m.src.JS, m.srcName, from, srcEnd-1, sourceHash)
+	}
 	r := <-ch
 	if err != nil {
 		return nil, nil, err
@@ -301,14 +314,24 @@ func (m *mover) readBothCopy(ctx context.Context, from, to uint64) ([]msgHash, [
 // copyUpTo copies the source to the target up to seq want (gaps
 // included), starting from the target's last sequence, and purges the
 // fillers. A failed round starts again from the target's last sequence.
-func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string) error {
-	failed, lastFrom := 0, uint64(0)
+// It returns the sequence it began from; hashes, if not nil, gets the
+// hashes of the source's messages copied (in sequence order).
+func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string, hashes *[]msgHash) (uint64, error) {
+	failed, lastFrom, began := 0, uint64(0), uint64(0)
 	for {
 		ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		next := ti.State.LastSeq + 1
+		if began == 0 {
+			began = next
+		}
+		if hashes != nil {
+			// A round that failed may have hashed what was not stored.
+			i, _ := slices.BinarySearchFunc(*hashes, next, func(h msgHash, s uint64) int { return cmpUint(h.Seq, s) })
+			*hashes = (*hashes)[:i]
+		}
 		if next > want {
 			break
 		}
@@ -316,19 +339,19 @@ func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string) error {
 			failed++
 		}
 		lastFrom = next
-		err = m.copyRange(ctx, next, want, phase)
+		err = m.copyRange(ctx, next, want, phase, hashes)
 		if err == nil {
 			continue
 		}
 		if ctx.Err() != nil || failed >= copyAttempts {
-			return err
+			return 0, err
 		}
 		logctx.From(ctx).Debug("copy round failed; again from the target's last sequence", "stream", m.srcName, "err", err)
 		if err := retry.Sleep(ctx, 100*time.Millisecond); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return m.purgeFillers(ctx)
+	return began, m.purgeFillers(ctx)
 }
 
 // purgeFillers removes the fillers from the target: one purge by subject.
@@ -345,7 +368,7 @@ func (m *mover) purgeFillers(ctx context.Context) error {
 
 // copyRange reads the source from next to want and publishes each
 // message, and a filler for each gap, to the target.
-func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string) error {
+func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, hashes *[]msgHash) error {
 	r, err := streamread.Resolve(ctx, m.src.JS, streamread.Config{Stream: m.srcName, FromSeq: next, ToSeq: want})
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", m.srcName, err)
@@ -363,8 +386,8 @@ func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string) 
 		}
 		return nil
 	}
-	report := func() {
-		if m.cfg.Progress == nil || time.Since(lastReport) < pollEvery {
+	report := func(force bool) {
+		if m.cfg.Progress == nil || (!force && time.Since(lastReport) < pollEvery) {
 			return
 		}
 		lastReport = time.Now()
@@ -375,12 +398,15 @@ func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string) 
 		if err := gap(e.Seq); err != nil {
 			return err
 		}
+		if hashes != nil {
+			*hashes = append(*hashes, msgHash{Seq: e.Seq, Hash: sourceHash(e)})
+		}
 		msg := &nats.Msg{Subject: e.Subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}
 		if err := p.publish(ctx, msg, e.Seq); err != nil {
 			return err
 		}
 		expect = e.Seq + 1
-		report()
+		report(false)
 		return nil
 	})
 	if err == nil {
@@ -392,6 +418,7 @@ func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string) 
 	if err != nil {
 		return fmt.Errorf("copying %q to %q: %w", m.srcName, m.dstName, err)
 	}
+	report(true)
 	return nil
 }
 
@@ -585,7 +612,7 @@ func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint
 		for _, d := range sinfo.State.Deleted {
 			deleted[d] = true
 		}
-		if err := m.copyUpTo(ctx, sinfo.State.LastSeq, "catching up"); err != nil {
+		if _, err := m.copyUpTo(ctx, sinfo.State.LastSeq, "catching up", nil); err != nil {
 			return nil, nil, err
 		}
 		changed, err := m.applyDeletes(ctx, sinfo, deleted)
@@ -606,7 +633,7 @@ func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, del
 		return &VerifyError{Source: m.srcName, Target: m.dstName, What: fmt.Sprintf(format, a...)}
 	}
 	from := max(m.verified+1, sinfo.State.FirstSeq)
-	srcHs, dstHs, err := m.readBothCopy(ctx, from, sinfo.State.LastSeq)
+	srcHs, dstHs, err := m.readBothCopy(ctx, from, sinfo.State.LastSeq, sinfo.State.LastSeq+1)
 	if err != nil {
 		return err
 	}
