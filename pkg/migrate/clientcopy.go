@@ -80,6 +80,9 @@ var (
 	copyWindow   = 2000
 	copyAckWait  = 10 * time.Second
 	copyAttempts = 5
+	// readAhead is how many messages read from the source wait for their
+	// publish at most.
+	readAhead = 4096
 )
 
 func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
@@ -394,21 +397,45 @@ func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, 
 		rate := float64(expect-next) / time.Since(start).Seconds()
 		m.cfg.Progress(Progress{Phase: phase, Copied: expect - 1, Total: want, Rate: rate, Lag: want - (expect - 1)})
 	}
-	err = streamread.Read(ctx, m.src.JS, r, func(e *envelope.Message) error {
-		if err := gap(e.Seq); err != nil {
-			return err
+	// The source is read in a goroutine of its own, so that reading and
+	// publishing overlap.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msgs := make(chan *envelope.Message, readAhead)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		readErr <- streamread.Read(rctx, m.src.JS, r, func(e *envelope.Message) error {
+			select {
+			case msgs <- e:
+				return nil
+			case <-rctx.Done():
+				return rctx.Err()
+			}
+		})
+	}()
+	for e := range msgs {
+		if err = gap(e.Seq); err != nil {
+			break
 		}
 		if hashes != nil {
 			*hashes = append(*hashes, msgHash{Seq: e.Seq, Hash: sourceHash(e)})
 		}
 		msg := &nats.Msg{Subject: e.Subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}
-		if err := p.publish(ctx, msg, e.Seq); err != nil {
-			return err
+		if err = p.publish(ctx, msg, e.Seq); err != nil {
+			break
 		}
 		expect = e.Seq + 1
 		report(false)
-		return nil
-	})
+	}
+	if err != nil {
+		cancel()
+		for range msgs {
+		}
+		<-readErr
+	} else {
+		err = <-readErr
+	}
 	if err == nil {
 		err = gap(want + 1)
 	}
