@@ -178,6 +178,10 @@ func TestClientCopyBetweenUnconnectedServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server stores the copy's own expectation (docs/migrate.md).
+	if v := m.Header["Nats-Expected-Last-Sequence"]; fmt.Sprint(v) != "[2]" {
+		t.Fatalf("seq 3: Nats-Expected-Last-Sequence %v, want [2] (stored by the server)", v)
+	}
 	if ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(migrate.HeaderTime)); !ts.Equal(srcTimes[3]) {
 		t.Fatalf("seq 3: %s %q, want %s", migrate.HeaderTime, m.Header.Get(migrate.HeaderTime), srcTimes[3])
 	}
