@@ -426,3 +426,20 @@ func TestClientCopyVerifyFailureGivesTheSourceBack(t *testing.T) {
 		t.Fatal("the source's consumer is still paused")
 	}
 }
+
+// A copy begun while the servers had no route is not continued as a
+// mirror once they have one: refused, nothing changed.
+func TestMirrorMoveRefusesACopyTarget(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS2", Subjects: []string{"o2.>"},
+		Metadata: map[string]string{"jetctl.migrate": `{"source":"ORDERS","phase":"copying","mechanism":"copy"}`}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: js}, migrate.Endpoint{JS: js}, migrate.Config{Stream: "ORDERS", Target: "ORDERS2", Cutover: true})
+	if !errors.Is(err, migrate.ErrTargetExists) {
+		t.Fatalf("err = %v, want ErrTargetExists", err)
+	}
+}
