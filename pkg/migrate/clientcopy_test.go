@@ -443,3 +443,81 @@ func TestMirrorMoveRefusesACopyTarget(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTargetExists", err)
 	}
 }
+
+// A publisher keeps writing to the source through the copy and the
+// cutover (retrying while the subjects are held) and moves to the
+// target's server once the move is done: every message acknowledged is on
+// the target, at the sequence it was acknowledged with.
+func TestClientCopyWhilePublishing(t *testing.T) {
+	sjs := embeddedtest.JetStream(t)
+	djs := embeddedtest.JetStream(t)
+	if _, err := sjs.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, sjs, "orders.old", 3000)
+	type acked struct {
+		seq  uint64
+		data string
+	}
+	var got []acked
+	moved := make(chan struct{})
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		js := sjs
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			case <-moved:
+				js, moved = djs, nil
+			default:
+			}
+			data := fmt.Sprint("live ", i)
+			pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ack, err := js.Publish(pctx, "orders.live", []byte(data))
+			cancel()
+			if err != nil {
+				time.Sleep(2 * time.Millisecond) // no stream while held: retry
+				i--
+				continue
+			}
+			got = append(got, acked{ack.Sequence, data})
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	sum, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "ORDERS", Cutover: true})
+	if err != nil {
+		close(stop)
+		<-done
+		t.Fatal(err)
+	}
+	close(moved)
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary: %d messages, outage %s; %d acknowledged live", sum.Messages, sum.WriteOutage, len(got))
+	s, err := djs.Stream(ctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si, _ := s.Info(ctx(t)); si.State.Msgs != uint64(3000+len(got)) {
+		t.Fatalf("target holds %d messages, want %d", si.State.Msgs, 3000+len(got))
+	}
+	for _, a := range got {
+		m, err := s.GetMsg(ctx(t), a.seq)
+		if err != nil || string(m.Data) != a.data {
+			t.Fatalf("seq %d: %v %q, want %q", a.seq, err, dataOf(m), a.data)
+		}
+	}
+}
+
+func dataOf(m *jetstream.RawStreamMsg) string {
+	if m == nil {
+		return ""
+	}
+	return string(m.Data)
+}
