@@ -521,3 +521,31 @@ func dataOf(m *jetstream.RawStreamMsg) string {
 	}
 	return string(m.Data)
 }
+
+// A client that publishes to the target before the cutover takes a
+// sequence of the source's: the move stops with a verification error and
+// the source keeps its subjects.
+func TestClientCopyStrayWriterOnTheTarget(t *testing.T) {
+	sjs := embeddedtest.JetStream(t)
+	djs := embeddedtest.JetStream(t)
+	if _, err := sjs.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, sjs, "orders.a", 20)
+	if _, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "ORDERS"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := djs.Publish(ctx(t), "orders.a", []byte("stray")); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, sjs, "orders.a", 5)
+	_, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "ORDERS", Cutover: true})
+	var ve *migrate.VerifyError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a VerifyError", err)
+	}
+	t.Log(err)
+	if si := streamInfo(t, sjs, "ORDERS"); fmt.Sprint(si.Config.Subjects) != "[orders.>]" || si.State.Msgs != 25 {
+		t.Fatalf("source: %v, %d messages", si.Config.Subjects, si.State.Msgs)
+	}
+}
