@@ -456,6 +456,9 @@ type pipe struct {
 	pending []pubPending
 	head    int
 	timer   *time.Timer
+	// by, when set, bounds all the waits together (a drain after a
+	// failure, when acks may never come).
+	by time.Time
 }
 
 type pubPending struct {
@@ -493,7 +496,11 @@ func (p *pipe) waitOne(ctx context.Context) error {
 		default:
 		}
 	}
-	p.timer.Reset(copyAckWait)
+	wait := copyAckWait
+	if !p.by.IsZero() {
+		wait = time.Until(p.by)
+	}
+	p.timer.Reset(max(wait, 0))
 	select {
 	case ack := <-x.f.Ok():
 		if ack.Sequence != x.seq || ack.Stream != p.stream {
@@ -503,7 +510,7 @@ func (p *pipe) waitOne(ctx context.Context) error {
 	case err := <-x.f.Err():
 		return fmt.Errorf("seq %d: %w", x.seq, err)
 	case <-p.timer.C:
-		return fmt.Errorf("seq %d: no ack in %s", x.seq, copyAckWait)
+		return fmt.Errorf("seq %d: no ack in %s", x.seq, wait)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -512,12 +519,18 @@ func (p *pipe) waitOne(ctx context.Context) error {
 // drain waits for every ack pending; after a failure (failed) it only
 // waits, so that no late ack counts for a next round.
 func (p *pipe) drain(ctx context.Context, failed bool) error {
+	if failed {
+		p.by = time.Now().Add(copyAckWait)
+	}
 	var first error
 	for p.head < len(p.pending) {
 		if err := p.waitOne(ctx); err != nil && first == nil {
 			first = err
 			if ctx.Err() != nil {
 				return err
+			}
+			if p.by.IsZero() {
+				p.by = time.Now().Add(copyAckWait)
 			}
 		}
 	}
