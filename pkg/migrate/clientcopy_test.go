@@ -549,3 +549,54 @@ func TestClientCopyStrayWriterOnTheTarget(t *testing.T) {
 		t.Fatalf("source: %v, %d messages", si.Config.Subjects, si.State.Msgs)
 	}
 }
+
+// A KV bucket's stream copied to a server with no route works there
+// through the KV API: values, deleted and purged keys, history, new puts.
+func TestClientCopyKVBucket(t *testing.T) {
+	sjs := embeddedtest.JetStream(t)
+	djs := embeddedtest.JetStream(t)
+	kv, err := sjs.CreateKeyValue(ctx(t), jetstream.KeyValueConfig{Bucket: "cfg", History: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		for _, k := range []string{"a", "b", "c"} {
+			if _, err := kv.PutString(ctx(t), k, fmt.Sprint(k, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := kv.Delete(ctx(t), "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(ctx(t), "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "KV_cfg", Cutover: true}); err != nil {
+		t.Fatal(err)
+	}
+	dkv, err := djs.KeyValue(ctx(t), "cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := dkv.Get(ctx(t), "a"); err != nil || string(e.Value()) != "a3" || e.Revision() != 7 {
+		t.Fatalf("a: %v %v", e, err)
+	}
+	for _, k := range []string{"b", "c"} {
+		if _, err := dkv.Get(ctx(t), k); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Fatalf("%s: %v, want not found", k, err)
+		}
+	}
+	if h, err := dkv.History(ctx(t), "a"); err != nil || len(h) != 3 {
+		t.Fatalf("history of a: %d entries, %v", len(h), err)
+	}
+	if h, err := dkv.History(ctx(t), "c"); err != nil || len(h) != 1 || h[0].Operation() != jetstream.KeyValuePurge {
+		t.Fatalf("history of c: %v %v", h, err)
+	}
+	if rev, err := dkv.Update(ctx(t), "a", []byte("a4"), 7); err != nil || rev != 12 {
+		t.Fatalf("update at revision 7: %d %v", rev, err)
+	}
+	if si := streamInfo(t, djs, "KV_cfg"); !si.Config.DenyDelete || si.Config.MaxMsgsPerSubject != 5 || !si.Config.AllowRollup {
+		t.Fatalf("config %+v", si.Config)
+	}
+}
