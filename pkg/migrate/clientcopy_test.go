@@ -600,3 +600,27 @@ func TestClientCopyKVBucket(t *testing.T) {
 		t.Fatalf("config %+v", si.Config)
 	}
 }
+
+// The settings held back while copying (limits, subject delete markers)
+// come with the cutover.
+func TestClientCopyRestoresLimitsAndMarkers(t *testing.T) {
+	sjs := embeddedtest.JetStream(t)
+	djs := embeddedtest.JetStream(t)
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowMsgTTL: true, SubjectDeleteMarkerTTL: time.Minute,
+		MaxAge: time.Hour, MaxMsgs: 100, MaxMsgsPerSubject: 10, MaxBytes: 1 << 20, MaxMsgSize: 1024, Discard: jetstream.DiscardNew}
+	if _, err := sjs.CreateStream(ctx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, sjs, "orders.a", 10)
+	if _, err := sjs.Publish(ctx(t), "orders.b", []byte("ttl"), jetstream.WithMsgTTL(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "ORDERS", Cutover: true}); err != nil {
+		t.Fatal(err)
+	}
+	c := streamInfo(t, djs, "ORDERS").Config
+	if !c.AllowMsgTTL || c.SubjectDeleteMarkerTTL != time.Minute || c.MaxAge != time.Hour || c.MaxMsgs != 100 || c.MaxMsgsPerSubject != 10 ||
+		c.MaxBytes != 1<<20 || c.MaxMsgSize != 1024 || c.Discard != jetstream.DiscardNew || fmt.Sprint(c.Subjects) != "[orders.>]" {
+		t.Fatalf("config %+v", c)
+	}
+}
