@@ -58,9 +58,15 @@ Killed at any point (kill -9 included), run the same command again: the
 move's state is kept in the target stream's metadata and it continues.
 A second migration of the same stream is refused while one runs.
 
-A target server must be able to read the source's: the same server or
-cluster, or another JetStream domain reached through a leaf node
-($JS.<domain>.API). Two servers that are not connected are refused.
+The target's server copies when it can read the source's: the same
+server or cluster, or another JetStream domain reached through a leaf node
+($JS.<domain>.API). Between two servers with no route jetctl copies
+itself: sequence numbers, gaps, subjects, headers and payloads are kept,
+the timestamps are not (each copy has the time it was stored; the original
+is in its Jetctl-Migrate-Time header), and headers the server acts on
+(Nats-Msg-Id, Nats-Rollup, ...) are kept renamed Jetctl-Orig-<Name>. Without
+--cutover the copy is not kept current. After the cutover, point the
+clients at the target's server.
 
 Safety: needs --yes when not run in a terminal; --dry-run checks the
 target and shows what would be copied, and changes nothing.
@@ -212,9 +218,15 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 		return fmt.Sprintf("dry run: would copy %s of %s to %s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, consumers)
 	case s.DryRun:
 		return fmt.Sprintf("dry run: would copy %s of %s to %s and verify it; nothing was changed", msgs, s.Stream, target)
+	case s.Cutover && s.Mechanism == "copy":
+		return fmt.Sprintf("migrated %s to %s by copying (no route between the servers; original times in the Jetctl-Migrate-Time header): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s; point the clients at the target's server",
+			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
 	case s.Cutover:
 		return fmt.Sprintf("migrated %s to %s: %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
 			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
+	case s.Mechanism == "copy":
+		return fmt.Sprintf("copied %s to %s (no route between the servers: jetctl copied): %s, verified; a run with --cutover copies what came since and moves the subjects and consumers; took %s",
+			s.Stream, target, msgs, s.Elapsed.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("copied %s to %s: %s, verified; %s stays a mirror of %s until a run with --cutover; took %s",
 		s.Stream, target, msgs, s.Target, s.Stream, s.Elapsed.Round(time.Millisecond))

@@ -21,6 +21,10 @@
 //     the target is promoted (its mirror removed, the subjects added: the
 //     outage ends).
 //
+// Between two servers with no route (the target's server cannot read the
+// source's) jetctl copies instead of a mirror, with the same steps and
+// guarantees except the timestamps (clientcopy.go).
+//
 // Replacing a stream under its own name takes two hops through a
 // temporary stream, since two streams cannot share a name.
 package migrate

@@ -178,6 +178,9 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		if st == nil || st.Source != m.srcName || st.Phase == phaseHeld {
 			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
 		}
+		if st.Mechanism == mechanismCopy { // clientcopy.go
+			return nil, fmt.Errorf("%w: stream %q is jetctl's copy of %q, begun when the servers had no route; delete it to move by a mirror; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
+		}
 		m.sum.Resumed = true
 	}
 	si, err := m.src.JS.Stream(ctx, m.srcName)

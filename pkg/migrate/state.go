@@ -26,6 +26,9 @@ type state struct {
 	Source    string `json:"source"`
 	SourceAPI string `json:"source_api,omitempty"`
 	Phase     string `json:"phase"`
+	// Mechanism is "copy" when jetctl copies (no route between the
+	// servers, clientcopy.go), "" for a mirror.
+	Mechanism string `json:"mechanism,omitempty"`
 	// Final is the target's config once promoted (subjects included,
 	// without this state).
 	Final jetstream.StreamConfig `json:"final"`

@@ -55,6 +55,11 @@ func hashMsg(m *envelope.Message, withTime bool) uint64 {
 
 // readHashes hashes the messages of stream from..to (inclusive).
 func readHashes(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, withTime bool) ([]msgHash, error) {
+	return readHashesWith(ctx, js, stream, from, to, func(m *envelope.Message) uint64 { return hashMsg(m, withTime) })
+}
+
+// readHashesWith is readHashes with the hash function given.
+func readHashesWith(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, hash func(*envelope.Message) uint64) ([]msgHash, error) {
 	if to < from || to == 0 {
 		return nil, nil
 	}
@@ -64,7 +69,7 @@ func readHashes(ctx context.Context, js jetstream.JetStream, stream string, from
 	}
 	var out []msgHash
 	err = streamread.Read(ctx, js, r, func(m *envelope.Message) error {
-		out = append(out, msgHash{Seq: m.Seq, Hash: hashMsg(m, withTime)})
+		out = append(out, msgHash{Seq: m.Seq, Hash: hash(m)})
 		return nil
 	})
 	if err != nil {
@@ -173,11 +178,11 @@ func (m *mover) compare(ctx context.Context, src, dst []msgHash, exact bool) ([]
 		}
 		var changed bool
 		var err error
-		if src, changed, err = recheck(ctx, m.src.JS, m.srcName, src, seq); err != nil {
+		if src, changed, err = recheckWith(ctx, m.src.JS, m.srcName, src, seq, m.hasher(true)); err != nil {
 			return src, dst, err
 		}
 		dstChanged := false
-		if dst, dstChanged, err = recheck(ctx, m.dst.JS, m.dstName, dst, seq); err != nil {
+		if dst, dstChanged, err = recheckWith(ctx, m.dst.JS, m.dstName, dst, seq, m.hasher(false)); err != nil {
 			return src, dst, err
 		}
 		if !changed && !dstChanged {
@@ -186,10 +191,26 @@ func (m *mover) compare(ctx context.Context, src, dst []msgHash, exact bool) ([]
 	}
 }
 
-// recheck reads seq from the stream's leader and puts what it holds (or
-// that it holds nothing) into hs, which stays in sequence order; it says
-// whether that changed hs.
-func recheck(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, seq uint64) ([]msgHash, bool, error) {
+// timedHash is hashMsg with the timestamp: a mirror keeps it.
+func timedHash(m *envelope.Message) uint64 { return hashMsg(m, true) }
+
+// hasher is how the messages read from the source (src) or the target are
+// hashed: with the timestamp for a mirror; for jetctl's copy, without it
+// and with the target's headers mapped back (clientcopy.go).
+func (m *mover) hasher(src bool) func(*envelope.Message) uint64 {
+	if m.sum == nil || m.sum.Mechanism != "copy" {
+		return timedHash
+	}
+	if src {
+		return sourceHash
+	}
+	return copyHash
+}
+
+// recheckWith reads seq from the stream's leader and puts what it holds
+// (or that it holds nothing), hashed by hash, into hs, which stays in
+// sequence order; it says whether that changed hs.
+func recheckWith(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, seq uint64, hash func(*envelope.Message) uint64) ([]msgHash, bool, error) {
 	i, found := slices.BinarySearchFunc(hs, seq, func(h msgHash, s uint64) int { return cmpUint(h.Seq, s) })
 	raw, err := getMsg(ctx, js, stream, seq)
 	switch {
@@ -201,7 +222,7 @@ func recheck(ctx context.Context, js jetstream.JetStream, stream string, hs []ms
 	case err != nil:
 		return hs, false, fmt.Errorf("stream %q: seq %d: %w", stream, seq, err)
 	}
-	h := msgHash{Seq: seq, Hash: hashMsg(&envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time}, true)}
+	h := msgHash{Seq: seq, Hash: hash(&envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time})}
 	if !found {
 		return slices.Insert(hs, i, h), true, nil
 	}
@@ -225,6 +246,11 @@ func cmpUint(a, b uint64) int {
 // fillGaps reads from the leader every sequence of first..last that is not
 // deleted and not in hs, when hs holds fewer than msgs of them.
 func fillGaps(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, first, last, msgs uint64, deleted map[uint64]bool) ([]msgHash, error) {
+	return fillGapsWith(ctx, js, stream, hs, first, last, msgs, deleted, timedHash)
+}
+
+// fillGapsWith is fillGaps with the hash function given.
+func fillGapsWith(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, first, last, msgs uint64, deleted map[uint64]bool, hash func(*envelope.Message) uint64) ([]msgHash, error) {
 	if _, n := digest(hs, first, deleted); n >= msgs || msgs == 0 {
 		return hs, nil
 	}
@@ -243,7 +269,7 @@ func fillGaps(ctx context.Context, js jetstream.JetStream, stream string, hs []m
 	}
 	for _, seq := range missing {
 		var err error
-		if hs, _, err = recheck(ctx, js, stream, hs, seq); err != nil {
+		if hs, _, err = recheckWith(ctx, js, stream, hs, seq, hash); err != nil {
 			return hs, err
 		}
 	}

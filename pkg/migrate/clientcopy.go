@@ -1,0 +1,834 @@
+package migrate
+
+// Between servers with no route: jetctl copies.
+//
+// When the target's server cannot read the source's (reach returns
+// ErrUnreachable), no mirror can copy, so jetctl reads the source and
+// publishes each message to the target itself. The guarantees are the
+// mirror's except the timestamps:
+//
+//   - The target has the final config's subjects from the start (a stream
+//     stores only what is published to its subjects; it is on another
+//     server, so nothing overlaps) plus the placeholder subject
+//     _jetctl.migrating.<target>, and it starts at the source's first
+//     sequence (first_seq).
+//   - Each message is published with Nats-Expected-Stream and
+//     Nats-Expected-Last-Sequence: <its seq - 1>, pipelined (a bounded
+//     window of async publishes): a retry after a lost ack cannot store it
+//     twice, and a stray writer fails the next publish. The sequences stay
+//     equal because each gap of the source is published as a filler (an
+//     empty message with Jetctl-Migrate-Filler on the placeholder subject)
+//     and the fillers are purged (one purge by subject) after each round.
+//   - Headers the server acts on are renamed Jetctl-Orig-<Name> (one more
+//     Jetctl-Orig- when the message has that name already), listed in
+//     Jetctl-Migrate-Renamed; the original time is kept in
+//     Jetctl-Migrate-Time. The verification maps the headers back and
+//     leaves the time out (copyHash).
+//   - The server stores the Nats-Expected-* headers of the copy's publish:
+//     the copy's hash ignores them (any the source message had are
+//     renamed, so these are jetctl's).
+//   - While copying, the target has no limits (max_msgs, max_bytes,
+//     max_age, max_msgs_per_subject, max_msg_size), no subject transform,
+//     no republish, limits retention for an interest target and acks on:
+//     a filler must not push a message out, and a copy must not be
+//     transformed twice. The final config comes at the cutover.
+//
+// A killed run continues from the target's last sequence.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/logctx"
+	"github.com/jetctl/jetctl/pkg/retry"
+	"github.com/jetctl/jetctl/pkg/streamread"
+)
+
+func init() {
+	clientCopy = func(ctx context.Context, m *mover) (*Summary, error) { return m.copyRun(ctx) }
+}
+
+// Headers of jetctl's copy.
+const (
+	// HeaderFiller marks a filler: a message published for a gap of the
+	// source, purged from the target once the gap is passed.
+	HeaderFiller = "Jetctl-Migrate-Filler"
+	// HeaderTime is the original timestamp of a copied message (RFC 3339).
+	HeaderTime = "Jetctl-Migrate-Time"
+	// HeaderRenamed lists, space-separated, the headers of a copied message
+	// renamed with envelope.OrigPrefix because the server acts on them.
+	HeaderRenamed = "Jetctl-Migrate-Renamed"
+)
+
+const mechanismCopy = "copy"
+
+// copyWindow is how many publishes of the copy wait for their acks at
+// most; copyAckWait how long one ack is waited for; copyAttempts how many
+// times a copy round starts again from the target's last sequence after a
+// failed publish (each attempt that makes progress does not count).
+var (
+	copyWindow   = 2000
+	copyAckWait  = 10 * time.Second
+	copyAttempts = 5
+	// readAhead is how many messages read from the source wait for their
+	// publish at most.
+	readAhead = 4096
+)
+
+func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
+	ti, err := m.dst.JS.Stream(ctx, m.dstName)
+	var st *state
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("target %q: %w", m.dstName, err)
+	default:
+		if st, err = readState(ti.CachedInfo()); err != nil {
+			return nil, err
+		}
+		if st == nil || st.Source != m.srcName || st.Phase == phaseHeld || st.Mechanism != mechanismCopy {
+			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
+		}
+		m.sum.Resumed = true
+	}
+	si, err := m.src.JS.Stream(ctx, m.srcName)
+	var sinfo *jetstream.StreamInfo
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if st == nil || st.Phase != phasePromoted {
+			return nil, fmt.Errorf("stream %q: %w", m.srcName, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("stream %q: %w", m.srcName, err)
+	default:
+		sinfo = si.CachedInfo()
+		if sinfo.Config.Mirror != nil && st == nil {
+			return nil, fmt.Errorf("%w: stream %q is a mirror: its data belongs to %q", ErrInvalid, m.srcName, sinfo.Config.Mirror.Name)
+		}
+	}
+	if sinfo != nil {
+		m.sum.Messages, m.sum.Bytes = sinfo.State.Msgs, sinfo.State.Bytes
+		m.sum.FirstSeq, m.sum.LastSeq = sinfo.State.FirstSeq, sinfo.State.LastSeq
+	}
+	if st == nil {
+		final := m.finalConfig(sinfo)
+		if err := Migratable(sinfo.Config, withName(final, m.srcName)); err != nil {
+			return nil, fmt.Errorf("%w: stream %q: %v", ErrInvalid, m.srcName, err)
+		}
+		if len(sinfo.Config.Sources) > 0 {
+			return nil, fmt.Errorf("%w: stream %q sources other streams: its data belongs to them", ErrInvalid, m.srcName)
+		}
+		if _, err := copyConfig(final, sinfo, m.dstName); err != nil {
+			return nil, err
+		}
+		if final.Retention == jetstream.WorkQueuePolicy {
+			cs, err := durables(ctx, m.src.JS, m.srcName)
+			if err != nil {
+				return nil, err
+			}
+			if err := workqueueConsumers(cs); err != nil {
+				return nil, fmt.Errorf("%w: stream %q: %v; nothing was changed", ErrInvalid, m.srcName, err)
+			}
+		}
+	}
+	if m.cfg.DryRun {
+		if sinfo != nil {
+			cs, err := durables(ctx, m.src.JS, m.srcName)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range cs {
+				m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Name, AckFloor: c.AckFloor.Stream, Pending: c.NumAckPending})
+			}
+		}
+		return m.sum, nil
+	}
+	if !m.hop.lockHeld {
+		var release func()
+		if ctx, release, err = lease(ctx, m.src.JS, m.srcName); err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	if st == nil {
+		if ti, st, err = m.createCopy(ctx, sinfo); err != nil {
+			return nil, err
+		}
+		m.at("created")
+	}
+	tinfo := ti.CachedInfo()
+	if st.Phase == phaseCopying {
+		if sinfo, err = m.directOn(ctx, sinfo, st); err != nil {
+			return nil, err
+		}
+		if err := m.copyLive(ctx, sinfo); err != nil {
+			return nil, err
+		}
+		if !m.cfg.Cutover {
+			if err := m.directOff(ctx, st); err != nil {
+				return nil, err
+			}
+			return m.finishCopy(ctx)
+		}
+	}
+	if st.Phase == phaseCopying || st.Phase == phaseCutover {
+		if tinfo, err = m.copyCutover(ctx, tinfo, st); err != nil {
+			return nil, err
+		}
+	}
+	return m.finish(ctx, tinfo, st)
+}
+
+// copyConfig is the target while jetctl copies into it: final's settings
+// with the source's subjects and the placeholder, starting at the source's
+// first sequence, without what would change or drop a copy (limits,
+// transforms, republish, interest retention, no-ack).
+func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target string) (jetstream.StreamConfig, error) {
+	c, err := mirrorConfig(final, si.Config.Name, "")
+	if err != nil {
+		return c, err
+	}
+	c.Mirror = nil
+	subjects := si.Config.Subjects
+	if len(subjects) == 0 {
+		subjects = []string{si.Config.Name}
+	}
+	c.Subjects = append(slices.Clone(subjects), PlaceholderSubject(target))
+	c.FirstSeq = max(si.State.FirstSeq, 1)
+	if c.FirstSeq == 1 {
+		c.FirstSeq = 0
+	}
+	c.MaxMsgs, c.MaxBytes, c.MaxMsgsPerSubject, c.MaxMsgSize = -1, -1, -1, -1
+	c.MaxAge = 0
+	c.Discard = jetstream.DiscardOld
+	c.DiscardNewPerSubject = false
+	c.SubjectDeleteMarkerTTL = 0
+	c.NoAck = false
+	return c, nil
+}
+
+// createCopy makes the target: an empty stream at the source's first
+// sequence, with the move's state.
+func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetstream.Stream, *state, error) {
+	final := m.finalConfig(si)
+	st := &state{Source: m.srcName, Phase: phaseCopying, Mechanism: mechanismCopy, Final: final, SourceSubjects: si.Config.Subjects}
+	cc, err := copyConfig(final, si, m.dstName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cc, err = withState(cc, st); err != nil {
+		return nil, nil, err
+	}
+	t, err := m.dst.JS.CreateStream(ctx, cc)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, nil, fmt.Errorf("%w: stream %q was created by someone else just now", ErrBusy, m.dstName)
+		}
+		return nil, nil, fmt.Errorf("creating %q: %w", m.dstName, err)
+	}
+	return t, st, nil
+}
+
+// copyLive copies what the source holds and compares the copy with it;
+// before a cutover it goes round again while writes keep coming, until the
+// tail left is short.
+func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
+	for round := 0; ; round++ {
+		// The source's messages are hashed as they are copied: only what
+		// the target held already is read from the source again.
+		var copied []msgHash
+		began, err := m.copyUpTo(ctx, si.State.LastSeq, "copying", &copied)
+		if err != nil {
+			return err
+		}
+		from, to := max(si.State.FirstSeq, m.verified+1), si.State.LastSeq
+		if si.State.Msgs > 0 && to >= from {
+			srcHs, dstHs, err := m.readBothCopy(ctx, from, to, min(began, to+1))
+			if err != nil {
+				return err
+			}
+			for _, h := range copied {
+				if h.Seq >= from && h.Seq <= to && (len(srcHs) == 0 || h.Seq > srcHs[len(srcHs)-1].Seq) {
+					srcHs = append(srcHs, h)
+				}
+			}
+			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+			m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
+			src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
+			if err != nil {
+				return err
+			}
+			m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
+			m.verified = to
+		}
+		logctx.From(ctx).Debug("copy round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)
+		if !m.cfg.Cutover || round >= maxLiveRounds {
+			return nil
+		}
+		if si, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
+			return err
+		}
+		if si.State.LastSeq <= m.verified+shortTail {
+			return nil
+		}
+	}
+}
+
+// readBothCopy hashes from..to of the target and from..srcEnd-1 of the
+// source, at once.
+func (m *mover) readBothCopy(ctx context.Context, from, to, srcEnd uint64) ([]msgHash, []msgHash, error) {
+	type res struct {
+		hs  []msgHash
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		hs, err := readHashesWith(ctx, m.dst.JS, m.dstName, from, to, copyHash)
+		ch <- res{hs, err}
+	}()
+	var hs []msgHash
+	var err error
+	if srcEnd > from {
+		hs, err = readHashesWith(ctx, m.src.JS, m.srcName, from, srcEnd-1, sourceHash)
+	}
+	r := <-ch
+	if err != nil {
+		return nil, nil, err
+	}
+	return hs, r.hs, r.err
+}
+
+// copyUpTo copies the source to the target up to seq want (gaps
+// included), starting from the target's last sequence, and purges the
+// fillers. A failed round starts again from the target's last sequence.
+// It returns the sequence it began from; hashes, if not nil, gets the
+// hashes of the source's messages copied (in sequence order).
+func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string, hashes *[]msgHash) (uint64, error) {
+	failed, lastFrom, began := 0, uint64(0), uint64(0)
+	for {
+		ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+		if err != nil {
+			return 0, err
+		}
+		next := ti.State.LastSeq + 1
+		if began == 0 {
+			began = next
+		}
+		if hashes != nil {
+			// A round that failed may have hashed what was not stored.
+			i, _ := slices.BinarySearchFunc(*hashes, next, func(h msgHash, s uint64) int { return cmpUint(h.Seq, s) })
+			*hashes = (*hashes)[:i]
+		}
+		if next > want {
+			break
+		}
+		if next == lastFrom {
+			failed++
+		}
+		lastFrom = next
+		err = m.copyRange(ctx, next, want, phase, hashes)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil || failed >= copyAttempts {
+			return 0, err
+		}
+		logctx.From(ctx).Debug("copy round failed; again from the target's last sequence", "stream", m.srcName, "err", err)
+		if err := retry.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return began, m.purgeFillers(ctx)
+}
+
+// purgeFillers removes the fillers from the target: one purge by subject.
+func (m *mover) purgeFillers(ctx context.Context) error {
+	t, err := m.dst.JS.Stream(ctx, m.dstName)
+	if err != nil {
+		return fmt.Errorf("target %q: %w", m.dstName, err)
+	}
+	if err := t.Purge(ctx, jetstream.WithPurgeSubject(PlaceholderSubject(m.dstName))); err != nil {
+		return fmt.Errorf("target %q: purging the fillers: %w", m.dstName, err)
+	}
+	return nil
+}
+
+// copyRange reads the source from next to want and publishes each
+// message, and a filler for each gap, to the target.
+func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, hashes *[]msgHash) error {
+	r, err := streamread.Resolve(ctx, m.src.JS, streamread.Config{Stream: m.srcName, FromSeq: next, ToSeq: want})
+	if err != nil {
+		return fmt.Errorf("stream %q: %w", m.srcName, err)
+	}
+	p := &pipe{js: m.dst.JS, stream: m.dstName, timer: time.NewTimer(copyAckWait)}
+	defer p.timer.Stop()
+	filler := PlaceholderSubject(m.dstName)
+	expect := next
+	start, lastReport := time.Now(), time.Now()
+	gap := func(upto uint64) error {
+		for ; expect < upto; expect++ {
+			if err := p.publish(ctx, &nats.Msg{Subject: filler, Header: nats.Header{HeaderFiller: []string{"1"}}}, expect); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	report := func(force bool) {
+		if m.cfg.Progress == nil || (!force && time.Since(lastReport) < pollEvery) {
+			return
+		}
+		lastReport = time.Now()
+		rate := float64(expect-next) / time.Since(start).Seconds()
+		m.cfg.Progress(Progress{Phase: phase, Copied: expect - 1, Total: want, Rate: rate, Lag: want - (expect - 1)})
+	}
+	// The source is read in a goroutine of its own, so that reading and
+	// publishing overlap.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msgs := make(chan *envelope.Message, readAhead)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		readErr <- streamread.Read(rctx, m.src.JS, r, func(e *envelope.Message) error {
+			select {
+			case msgs <- e:
+				return nil
+			case <-rctx.Done():
+				return rctx.Err()
+			}
+		})
+	}()
+	for e := range msgs {
+		if err = gap(e.Seq); err != nil {
+			break
+		}
+		if hashes != nil {
+			*hashes = append(*hashes, msgHash{Seq: e.Seq, Hash: sourceHash(e)})
+		}
+		msg := &nats.Msg{Subject: e.Subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}
+		if err = p.publish(ctx, msg, e.Seq); err != nil {
+			break
+		}
+		expect = e.Seq + 1
+		report(false)
+	}
+	if err != nil {
+		cancel()
+		for range msgs {
+		}
+		<-readErr
+	} else {
+		err = <-readErr
+	}
+	if err == nil {
+		err = gap(want + 1)
+	}
+	if derr := p.drain(ctx, err != nil); err == nil {
+		err = derr
+	}
+	if err != nil {
+		return fmt.Errorf("copying %q to %q: %w", m.srcName, m.dstName, err)
+	}
+	report(true)
+	return nil
+}
+
+// pipe publishes to the target with a bounded window of acks pending.
+type pipe struct {
+	js      jetstream.JetStream
+	stream  string
+	pending []pubPending
+	head    int
+	timer   *time.Timer
+	// by, when set, bounds all the waits together (a drain after a
+	// failure, when acks may never come).
+	by time.Time
+}
+
+type pubPending struct {
+	seq uint64
+	f   jetstream.PubAckFuture
+}
+
+// publish publishes msg to be stored at seq: it fails unless the target's
+// last sequence is seq-1 then.
+func (p *pipe) publish(ctx context.Context, msg *nats.Msg, seq uint64) error {
+	for len(p.pending)-p.head >= copyWindow {
+		if err := p.waitOne(ctx); err != nil {
+			return err
+		}
+	}
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithExpectStream(p.stream), jetstream.WithExpectLastSequence(seq-1))
+	if err != nil {
+		return fmt.Errorf("seq %d: %w", seq, err)
+	}
+	if p.head > 0 && p.head == len(p.pending) {
+		p.pending, p.head = p.pending[:0], 0
+	}
+	p.pending = append(p.pending, pubPending{seq, f})
+	return nil
+}
+
+// waitOne waits for the oldest ack pending.
+func (p *pipe) waitOne(ctx context.Context) error {
+	x := p.pending[p.head]
+	p.pending[p.head] = pubPending{}
+	p.head++
+	if !p.timer.Stop() {
+		select {
+		case <-p.timer.C:
+		default:
+		}
+	}
+	wait := copyAckWait
+	if !p.by.IsZero() {
+		wait = time.Until(p.by)
+	}
+	p.timer.Reset(max(wait, 0))
+	select {
+	case ack := <-x.f.Ok():
+		if ack.Sequence != x.seq || ack.Stream != p.stream {
+			return fmt.Errorf("seq %d stored as %q seq %d", x.seq, ack.Stream, ack.Sequence)
+		}
+		return nil
+	case err := <-x.f.Err():
+		return fmt.Errorf("seq %d: %w", x.seq, err)
+	case <-p.timer.C:
+		return fmt.Errorf("seq %d: no ack in %s", x.seq, wait)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drain waits for every ack pending; after a failure (failed) it only
+// waits, so that no late ack counts for a next round.
+func (p *pipe) drain(ctx context.Context, failed bool) error {
+	if failed {
+		p.by = time.Now().Add(copyAckWait)
+	}
+	var first error
+	for p.head < len(p.pending) {
+		if err := p.waitOne(ctx); err != nil && first == nil {
+			first = err
+			if ctx.Err() != nil {
+				return err
+			}
+			if p.by.IsZero() {
+				p.by = time.Now().Add(copyAckWait)
+			}
+		}
+	}
+	if failed {
+		return nil
+	}
+	return first
+}
+
+// copyCutover holds the source (its consumers paused, its subjects taken
+// off it), copies the tail, makes the target hold what the source holds,
+// verifies it, seats the consumers on the target (paused) and gives the
+// target its final config. It returns the target's info.
+func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
+	var err error
+	if st.Phase == phaseCopying {
+		cs, err := durables(ctx, m.src.JS, m.srcName)
+		if err != nil {
+			return nil, err
+		}
+		st.Consumers = st.Consumers[:0]
+		for _, ci := range cs {
+			st.Consumers = append(st.Consumers, savedConsumer{Config: ci.Config, Paused: ci.Paused})
+		}
+		st.Phase = phaseCutover
+		st.OutageStart = time.Now().UTC()
+		if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
+			return nil, err
+		}
+	}
+	outageStart := time.Now()
+	for _, c := range st.Consumers {
+		if _, err := m.src.JS.PauseConsumer(ctx, m.srcName, c.Config.Name, time.Now().Add(pauseFor)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, fmt.Errorf("pausing %q on %q: %w", c.Config.Name, m.srcName, err)
+		}
+	}
+	sinfo, err := streamInfo(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil, err
+	}
+	placeholder := []string{PlaceholderSubject(m.srcName)}
+	if !slices.Equal(sinfo.Config.Subjects, placeholder) {
+		c := sinfo.Config
+		c.Subjects = placeholder
+		if _, err := updateStream(ctx, m.src.JS, c); err != nil {
+			return nil, err
+		}
+	}
+	m.at("held")
+	for i, c := range st.Consumers {
+		ci, err := consumerInfo(ctx, m.src.JS, m.srcName, c.Config.Name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		st.Consumers[i].AckFloor, st.Consumers[i].Delivered, st.Consumers[i].Pending = ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumAckPending
+	}
+	if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
+		return nil, err
+	}
+	giveBack := func(err error) error {
+		if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
+			return fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
+		}
+		return err
+	}
+	sfinal, deleted, err := m.copySettle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.verifyCopy(ctx, sfinal, deleted); err != nil {
+		return nil, giveBack(err)
+	}
+	if tinfo, err = streamInfo(ctx, m.dst.JS, m.dstName); err != nil {
+		return nil, err
+	}
+	for _, c := range st.Consumers {
+		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
+			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", giveBack(err))
+		}
+	}
+	m.at("seated")
+	// The final config: the subjects, limits and retention; the state
+	// stays until finish.
+	st.Phase = phasePromoted
+	final := st.Final
+	final.Sealed = false // sealing, if declared, comes last
+	final.MirrorDirect = false
+	final, err = withState(final, st)
+	if err != nil {
+		return nil, err
+	}
+	if tinfo, err = updateStream(ctx, m.dst.JS, final); err != nil {
+		return nil, fmt.Errorf("promoting %q: %w", m.dstName, err)
+	}
+	m.at("promoted")
+	if !st.OutageStart.IsZero() && m.sum.Resumed {
+		m.sum.WriteOutage = time.Since(st.OutageStart).Round(time.Microsecond)
+	} else {
+		m.sum.WriteOutage = since(outageStart)
+	}
+	return tinfo, nil
+}
+
+// copySettle copies the frozen source's tail (its trailing gaps as
+// fillers, so that the target's next sequence is the source's) and deletes
+// from the target what the source deleted since it was copied, until
+// neither changes. It returns the source's final info and its deleted
+// sequences.
+func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]bool, error) {
+	for round := 0; ; round++ {
+		sinfo, err := streamInfo(ctx, m.src.JS, m.srcName, jetstream.WithDeletedDetails(true))
+		if err != nil {
+			return nil, nil, err
+		}
+		deleted := map[uint64]bool{}
+		for _, d := range sinfo.State.Deleted {
+			deleted[d] = true
+		}
+		if _, err := m.copyUpTo(ctx, sinfo.State.LastSeq, "catching up", nil); err != nil {
+			return nil, nil, err
+		}
+		changed, err := m.applyDeletes(ctx, sinfo, deleted)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !changed || round >= 10 {
+			return sinfo, deleted, nil
+		}
+	}
+}
+
+// verifyCopy compares the frozen source with the target as verifyFinal
+// does, with the copy's hashes and without the byte count (the copy's
+// headers differ).
+func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) error {
+	fail := func(format string, a ...any) error {
+		return &VerifyError{Source: m.srcName, Target: m.dstName, What: fmt.Sprintf(format, a...)}
+	}
+	from := max(m.verified+1, sinfo.State.FirstSeq)
+	srcHs, dstHs, err := m.readBothCopy(ctx, from, sinfo.State.LastSeq, sinfo.State.LastSeq+1)
+	if err != nil {
+		return err
+	}
+	src, dst, err := m.compare(ctx, srcHs, dstHs, true)
+	if err != nil {
+		return err
+	}
+	m.srcHashes, m.dstHashes = append(m.srcHashes, src...), append(m.dstHashes, dst...)
+	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
+	if err != nil {
+		return err
+	}
+	s, t := sinfo.State, tinfo.State
+	if s.Msgs != t.Msgs {
+		return fail("%d messages, the source %d", t.Msgs, s.Msgs)
+	}
+	if s.Msgs > 0 && s.FirstSeq != t.FirstSeq {
+		return fail("first seq %d, the source %d", t.FirstSeq, s.FirstSeq)
+	}
+	if s.LastSeq != t.LastSeq {
+		return fail("last seq %d, the source %d", t.LastSeq, s.LastSeq)
+	}
+	ssub, err := subjectCounts(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return err
+	}
+	tsub, err := subjectCounts(ctx, m.dst.JS, m.dstName)
+	if err != nil {
+		return err
+	}
+	for subj, n := range ssub {
+		if tsub[subj] != n {
+			return fail("subject %q has %d messages, the source %d", subj, tsub[subj], n)
+		}
+	}
+	if len(ssub) != len(tsub) {
+		return fail("%d subjects, the source %d", len(tsub), len(ssub))
+	}
+	tdel := map[uint64]bool{}
+	for _, d := range t.Deleted {
+		tdel[d] = true
+	}
+	if m.srcHashes, err = fillGapsWith(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted, sourceHash); err != nil {
+		return err
+	}
+	if m.dstHashes, err = fillGapsWith(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel, copyHash); err != nil {
+		return err
+	}
+	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)
+	td, tn := digest(m.dstHashes, t.FirstSeq, tdel)
+	if sn != s.Msgs || tn != t.Msgs {
+		return fail("read %d messages of the target's %d, %d of the source's %d", tn, t.Msgs, sn, s.Msgs)
+	}
+	if sd != td {
+		return fail("digest %s, the source %s", td, sd)
+	}
+	m.sum.Digest = sd
+	m.sum.Verified = true
+	m.sum.Messages, m.sum.Bytes, m.sum.FirstSeq, m.sum.LastSeq = s.Msgs, s.Bytes, s.FirstSeq, s.LastSeq
+	return nil
+}
+
+// encodeHeader is the header of the copy of a message with header h and
+// timestamp t: headers the server acts on renamed, the original time kept.
+// jetctl's own headers go one Jetctl-Orig- deeper than any of their names
+// the message has already (a message copied before), so that DecodeHeader
+// tells them apart.
+func encodeHeader(h nats.Header, t time.Time) nats.Header {
+	out := make(nats.Header, len(h)+2)
+	var server []string
+	depth := -1
+	for k, vs := range h {
+		if envelope.IsServerHeader(k) {
+			server = append(server, k)
+			continue
+		}
+		out[k] = vs
+		depth = max(depth, ownDepth(k))
+	}
+	pre := strings.Repeat(envelope.OrigPrefix, depth+1)
+	if len(server) > 0 {
+		slices.Sort(server)
+		renamed := make([]string, 0, len(server))
+		for _, k := range server {
+			n := envelope.OrigPrefix + k
+			for {
+				if _, taken := h[n]; !taken {
+					break
+				}
+				n = envelope.OrigPrefix + n
+			}
+			out[n] = h[k]
+			renamed = append(renamed, n)
+		}
+		out[pre+HeaderRenamed] = []string{strings.Join(renamed, " ")}
+	}
+	out[pre+HeaderTime] = []string{t.UTC().Format(time.RFC3339Nano)}
+	return out
+}
+
+// ownDepth is n when name is n times envelope.OrigPrefix before one of
+// jetctl's copy headers, -1 otherwise.
+func ownDepth(name string) int {
+	n := 0
+	for strings.HasPrefix(name, envelope.OrigPrefix) {
+		name = name[len(envelope.OrigPrefix):]
+		n++
+	}
+	if name == HeaderTime || name == HeaderRenamed || name == HeaderFiller {
+		return n
+	}
+	return -1
+}
+
+// DecodeHeader is the header of the source message of which h is the
+// copy's: encodeHeader undone, and the Nats-Expected-* headers of the
+// copy's publish (the server stores them) dropped.
+func DecodeHeader(h nats.Header) nats.Header {
+	depth := -1
+	for k := range h {
+		if strings.HasSuffix(k, HeaderTime) {
+			depth = max(depth, ownDepth(k))
+		}
+	}
+	if depth < 0 {
+		return h
+	}
+	pre := strings.Repeat(envelope.OrigPrefix, depth)
+	out := maps.Clone(h)
+	for k := range h {
+		if strings.HasPrefix(k, "Nats-Expected-") {
+			delete(out, k) // the copy's publish's: the source's were renamed
+		}
+	}
+	delete(out, pre+HeaderTime)
+	if r, ok := out[pre+HeaderRenamed]; ok && len(r) > 0 {
+		delete(out, pre+HeaderRenamed)
+		for _, n := range strings.Fields(r[0]) {
+			vs, ok := out[n]
+			if !ok {
+				continue
+			}
+			delete(out, n)
+			orig := n
+			for strings.HasPrefix(orig, envelope.OrigPrefix) {
+				orig = orig[len(envelope.OrigPrefix):]
+			}
+			out[orig] = vs
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// sourceHash hashes a message of the source for the copy's verification:
+// subject, headers and payload, not the time.
+func sourceHash(m *envelope.Message) uint64 { return hashMsg(m, false) }
+
+// copyHash hashes a message of the target, jetctl's copy, as sourceHash
+// hashes its original: the headers mapped back.
+func copyHash(m *envelope.Message) uint64 {
+	return hashMsg(&envelope.Message{Subject: m.Subject, Header: DecodeHeader(m.Header), Data: m.Data}, false)
+}
