@@ -1,24 +1,38 @@
 package migrate
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/jetctl/jetctl/cmd/factory"
 )
 
-// killAtEnv names a migration step at which jetctl kills itself with
-// SIGKILL: the kill-and-rerun tests use it to die at an exact point, as a
-// kill -9 from outside would (nothing deferred runs, no lease is released).
-const killAtEnv = "JETCTL_TEST_KILL_AT"
+// The test hooks of a migration's steps. At the step named by
+// JETCTL_TEST_KILL_AT jetctl kills itself with SIGKILL: the kill-and-rerun
+// tests die at an exact point, as a kill -9 from outside would (nothing
+// deferred runs, no lease is released). At the step named by
+// JETCTL_TEST_STOP_AT it says so on stderr and waits for the command to be
+// interrupted (SIGINT, SIGTERM), so that a test interrupts it there.
+const (
+	killAtEnv = "JETCTL_TEST_KILL_AT"
+	stopAtEnv = "JETCTL_TEST_STOP_AT"
+)
 
-// KillAt returns the step callback for pkg/migrate (nil unless the
-// variable is set); apply --migrate uses it too.
-func KillAt(f *factory.Factory) func(string) {
-	at := f.Getenv(killAtEnv)
-	if at == "" {
+// KillAt returns the step callback for pkg/migrate (nil unless a variable
+// is set); apply --migrate uses it too. ctx is the command's: it ends when
+// the command is interrupted.
+func KillAt(ctx context.Context, f *factory.Factory) func(string) {
+	kill, stop := f.Getenv(killAtEnv), f.Getenv(stopAtEnv)
+	if kill == "" && stop == "" {
 		return nil
 	}
 	return func(step string) {
-		if step == at {
+		switch step {
+		case kill:
 			killSelf()
+		case stop:
+			fmt.Fprintf(f.IO.ErrOut, "jetctl: test: stopped at %s\n", step)
+			<-ctx.Done()
 		}
 	}
 }

@@ -162,12 +162,13 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 		Progress: func(pr pkgmigrate.Progress) {
 			bar.Set(int64(pr.Copied))
 		}}
-	cfg.AtStep = KillAt(f)
+	cfg.AtStep = KillAt(ctx, f)
 	sum, err := pkgmigrate.Stream(ctx, src, dst, cfg)
 	bar.Finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; run the same command again to continue: %w", err)
+			fmt.Fprintln(f.IO.ErrOut, "jetctl: interrupted; the migration's state is kept on the server: run the same command again to continue")
+			return exitcode.Silent(exitcode.Interrupted)
 		}
 		return err
 	}

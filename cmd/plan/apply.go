@@ -176,7 +176,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		}
 	}
 	bars := &migrationProgress{f: f, disabled: o.NoProgress}
-	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, Progress: bars.update, AtStep: cmdmigrate.KillAt(f), OnStep: func(st pkgplan.Step) {
+	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, Progress: bars.update, AtStep: cmdmigrate.KillAt(ctx, f), OnStep: func(st pkgplan.Step) {
 		bars.finish()
 		if st.Error != "" {
 			fmt.Fprintf(f.IO.ErrOut, "%s: %s failed: %s\n", st.Resource, st.Op, st.Error)
