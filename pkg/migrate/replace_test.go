@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jetctl/jetctl/pkg/logctx"
-	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -94,7 +91,7 @@ func TestReplaceUnderItsOwnNameWhilePublishing(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	cfg := src.CachedInfo().Config
 	cfg.Retention = jetstream.WorkQueuePolicy
-	sum, err := migrate.Replace(logctx.With(ctx(t), slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))), js, cfg, migrate.ReplaceOptions{})
+	sum, err := migrate.Replace(ctx(t), js, cfg, migrate.ReplaceOptions{})
 	if err != nil {
 		pub.finish()
 		t.Fatal(err)
