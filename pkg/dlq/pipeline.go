@@ -1,0 +1,71 @@
+package dlq
+
+// The sweep, redrive and purge run as streaming pipelines: stages connected
+// by bounded queues, each stage working on many messages at once, so that
+// the server always has requests to answer (a batch-at-a-time loop leaves
+// it idle between its phases). Each message still goes through its steps
+// strictly in order, and leaves the last stage in the order it entered
+// the first: acknowledgements, records and counts come out in that order.
+
+// Pipeline sizes: how many messages a stage's queue holds, and how many
+// requests the request stages (gets, deletes) keep in flight. Together
+// they bound the messages in flight (about 6 queues and 2 pools: well
+// under the sweep durable's MaxAckPending of 20,000 and nats.go's 4,000
+// pending async publishes).
+const (
+	pipeDepth     = 256
+	getWorkers    = 64
+	deleteWorkers = 64
+)
+
+// ordered runs fn on up to workers values of in at a time and passes each
+// value on, once fn is done with it, in the order it came. The queue
+// behind it holds at most depth values; the output is closed after in is
+// closed and every value is passed on.
+func ordered[T any](in <-chan T, depth, workers int, fn func(T)) <-chan T {
+	type slot struct {
+		v    T
+		done chan struct{}
+	}
+	out := make(chan T, depth)
+	queue := make(chan slot, depth)
+	work := make(chan slot)
+	for range workers {
+		go func() {
+			for s := range work {
+				fn(s.v)
+				close(s.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(queue)
+		defer close(work)
+		for v := range in {
+			s := slot{v: v, done: make(chan struct{})}
+			queue <- s
+			work <- s
+		}
+	}()
+	go func() {
+		defer close(out)
+		for s := range queue {
+			<-s.done
+			out <- s.v
+		}
+	}()
+	return out
+}
+
+// serial runs fn on each value of in, one at a time, and passes it on.
+func serial[T any](in <-chan T, depth int, fn func(T)) <-chan T {
+	out := make(chan T, depth)
+	go func() {
+		defer close(out)
+		for v := range in {
+			fn(v)
+			out <- v
+		}
+	}()
+	return out
+}
