@@ -14,8 +14,8 @@ package dlq
 // pending async publishes).
 const (
 	pipeDepth     = 256
-	getWorkers    = 64
-	deleteWorkers = 64
+	getWorkers    = 32
+	deleteWorkers = 32
 )
 
 // ordered runs fn on up to workers values of in at a time and passes each
