@@ -143,7 +143,7 @@ rss_kb=$(/usr/bin/time -f '%M' "$JETCTL" dlq sweep --stream JOBS 2>&1 >/dev/null
 t1=$(now)
 rss_rate=$(calc "\"%.0f\", $RSS_MSGS / $(elapsed "$t0" "$t1")")
 rss_mib=$(calc "\"%.1f\", $rss_kb / 1024")
-rss_moved=$(($(count DLQ_JOBS) - REDRIVE_MSGS - rest))
+rss_moved=$(count DLQ_JOBS)
 
 ratio_loop=$(calc "\"%.1f\", $sweep_rate / $loop_rate")
 ratio_ceiling=$(calc "\"%.0f\", $sweep_rate / $ceiling * 100")

@@ -118,9 +118,12 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 	}
 	var limiter *rate.Limiter
 	if cfg.Rate > 0 {
-		// A burst of 20ms worth keeps the average rate when the
-		// pipeline behind the limiter stalls for a moment.
-		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/50)))
+		// The bucket starts empty, so N messages take N/rate seconds;
+		// it holds a quarter second's worth, so a stall of the pipeline
+		// (or of a loaded machine) up to that long is made up for, and
+		// the average rate kept.
+		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/4)))
+		limiter.AllowN(time.Now(), max(1, int(cfg.Rate/4)))
 	}
 	a := jsapi.New(js)
 
