@@ -1,7 +1,5 @@
 package dlq
 
-import "sync"
-
 // The sweep, redrive and purge run as streaming pipelines: stages connected
 // by bounded queues, each stage working on many messages at once, so that
 // the server always has requests to answer (a batch-at-a-time loop leaves
@@ -11,9 +9,11 @@ import "sync"
 
 // Pipeline sizes: how many messages a stage's queue holds, and how many
 // requests the request stages (gets, deletes) keep in flight. Together
-// they bound the messages in flight (about 6 queues and 2 pools: well
-// under the sweep durable's MaxAckPending of 20,000 and nats.go's 4,000
-// pending async publishes).
+// they bound the messages in flight (seven queues and a fetched batch:
+// about 2,000, well under the sweep durable's MaxAckPending of 20,000;
+// only the queue between publishing and settling (256) has publishes
+// pending, well under nats.go's 4,000 pending async publishes). bench/dlq.sh found no difference between
+// 8 and 256 requests in flight, or queues of 128 to 1,024 (docs/dlq.md).
 const (
 	pipeDepth     = 256
 	getWorkers    = 32
@@ -67,45 +67,6 @@ func serial[T any](in <-chan T, depth int, fn func(T)) <-chan T {
 		for v := range in {
 			fn(v)
 			out <- v
-		}
-	}()
-	return out
-}
-
-// bursts runs fn on the values of in a burst at a time: every value
-// waiting (at most size), all at once, then passes them on in order and
-// takes the next burst. Requests sent as bursts reach the server's
-// JetStream API queue together, rather than interleaved one by one with
-// another stage's (see docs/dlq.md, Speed).
-func bursts[T any](in <-chan T, depth, size int, fn func(T)) <-chan T {
-	out := make(chan T, depth)
-	go func() {
-		defer close(out)
-		burst := make([]T, 0, size)
-		for v := range in {
-			burst = append(burst[:0], v)
-		more:
-			for len(burst) < size {
-				select {
-				case v, ok := <-in:
-					if !ok {
-						break more
-					}
-					burst = append(burst, v)
-				default:
-					break more
-				}
-			}
-			var wg sync.WaitGroup
-			for _, v := range burst {
-				wg.Go(func() { fn(v) })
-			}
-			wg.Wait()
-			for i, v := range burst {
-				out <- v
-				var zero T
-				burst[i] = zero
-			}
 		}
 	}()
 	return out
