@@ -1,108 +1,174 @@
 #!/usr/bin/env bash
-# bench/dlq.sh: how fast `jetctl dlq sweep` moves 10,000 dead messages out
-# of a workqueue stream, next to the sequential loop a shell script would
-# run with natscli (`nats stream get`, `nats req` to the DLQ subject,
-# `nats stream rmm`, one message at a time), and how closely `jetctl dlq
-# redrive --rate` keeps to the rate asked.
+# bench/dlq.sh: how fast `jetctl dlq sweep` moves dead messages out of a
+# workqueue stream, next to what the same server can do, in one run:
 #
-# Standalone (it does not need bench/run). Usage:
+#   - the baseline: bench/dlqloop, the sequential nats.go loop a script
+#     author would write in one process (get the message from the leader,
+#     publish the copy and wait for its ack, delete the source);
+#   - the ceiling: bench/dlqprobe measures pipelined STREAM.MSG.GET,
+#     STREAM.MSG.DELETE (256 requests in flight) and async publishes on the
+#     same server; a sweep costs one of each per message, so it cannot go
+#     faster than 1/(1/get + 1/pub + 1/delete);
+#   - peak RSS of a sweep of RSS_MSGS dead messages;
+#   - `jetctl dlq redrive --rate`: the rate kept against the rate asked,
+#     and an unpaced redrive against the same ceiling.
 #
-#   bench/dlq.sh                     # 10,000 messages; natscli capped at 300
-#   MSGS=2000 CLI_MSGS=100 RATE=500 bench/dlq.sh
+# Standalone (it does not need bench/run or natscli). Usage:
 #
-# Targets (issue 5): the sweep >= 10x faster than the natscli loop; redrive
-# within 5% of --rate. The natscli loop is capped at CLI_MSGS messages and
-# its rate extrapolated to MSGS (it is linear: one message at a time).
+#   bench/dlq.sh                              # 20,000 messages of 128 B
+#   MSGS=5000 RSS_MSGS=20000 bench/dlq.sh
+#   PROFILE=1 bench/dlq.sh                    # CPU profiles of the sweep and the server
 #
-# The dead messages are made by publishing MAX_DELIVERIES advisories into
-# the capture stream for every message (what the server sends when a worker
-# gives up), so both sides get the same input without a worker. natscli:
-# as in bench/run (`nats` on PATH, else v0.5.0 installed into
-# bench/out/bin). The server is `jetctl server --port 0 -q` on
+# Targets (issue 15): sweep >= 10x the loop, >= 70% of the ceiling, peak
+# RSS < 64 MiB at 100,000 messages, redrive within 5% of --rate. If
+# natscli is on PATH (or BENCH_NATS), the old baseline, a loop starting a
+# natscli process per step, is timed too (CLI_MSGS messages, extrapolated)
+# and printed as a secondary line: process start dominates it.
+#
+# The dead messages are made by publishing, for each message, the
+# MAX_DELIVERIES advisory the server sends when a worker gives up, into
+# the capture stream (bench/dlqprobe fill), so every run gets the same
+# input without a worker. The server is `jetctl server --port 0 -q` on
 # 127.0.0.1, stopped on exit; NATS_* variables and contexts are kept out.
 set -euo pipefail
 
-MSGS=${MSGS:-10000}
-CLI_MSGS=${CLI_MSGS:-300}
+MSGS=${MSGS:-20000}
+LOOP_MSGS=${LOOP_MSGS:-$MSGS}
+RSS_MSGS=${RSS_MSGS:-100000}
+SIZE=${SIZE:-128}
 RATE=${RATE:-1000}
 REDRIVE_MSGS=${REDRIVE_MSGS:-3000}
+CLI_MSGS=${CLI_MSGS:-200}
+PROFILE=${PROFILE:-0}
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# The helpers of bench/run: build jetctl, find or install natscli, keep the
-# user's NATS setup out, and run a throwaway server that stops on exit.
-bench_setup
-start_server
+bench_init
+trap stop_server EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+build_jetctl
+note "building bench/dlqloop and bench/dlqprobe"
+(cd "$ROOT" && go build -o "$BIN/dlqloop" ./bench/dlqloop && go build -o "$BIN/dlqprobe" ./bench/dlqprobe) || die "go build failed"
+LOOP=$BIN/dlqloop
+PROBE=$BIN/dlqprobe
+while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^NATS_' || true)
+export XDG_CONFIG_HOME=$OUT/config
+NATS=${BENCH_NATS:-$(command -v nats || true)}
+
 OUT=$OUT/dlq
 mkdir -p "$OUT"
+rm -f "$OUT"/*.prof
+if [[ $PROFILE == 1 ]]; then
+	JETCTL_CPUPROFILE=$OUT/server.prof start_server
+else
+	start_server
+fi
 
 now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+calc() { awk "BEGIN { printf $1 }" </dev/null; }
 q() { "$@" >/dev/null 2>&1 </dev/null; }
+count() { "$JETCTL" status --jq ".streams[] | select(.name==\"$1\") | .messages" </dev/null; }
 
-# A workqueue stream with MSGS messages (512 B) and a dead-letter advisory for each.
-payload=$(head -c 384 /dev/zero | tr '\0' 'x')
-q "$NATS" stream add JOBS --subjects 'jobs.>' --retention work --storage file --defaults
-q "$NATS" consumer add JOBS worker --pull --ack explicit --max-deliver 1 --defaults
+note "probe: pipelined get, publish and delete of $MSGS messages"
+"$PROBE" probe -n "$MSGS" -size "$SIZE" >"$OUT/probe.out"
+get=$(sed -n 's/^get //p' "$OUT/probe.out")
+pub=$(sed -n 's/^pub //p' "$OUT/probe.out")
+del=$(sed -n 's/^delete //p' "$OUT/probe.out")
+ceiling=$(sed -n 's/^ceiling //p' "$OUT/probe.out")
+
+note "filling JOBS with $MSGS dead messages"
+"$PROBE" stream JOBS
 q "$JETCTL" dlq setup --stream JOBS --consumer worker
-note "publishing $MSGS messages and their advisories"
-q "$NATS" pub jobs.run "{\"job\":{{Count}},\"pad\":\"$payload\"}" --count "$MSGS" --jetstream
-q "$NATS" pub '$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.JOBS.worker' \
-	'{"type":"io.nats.jetstream.advisory.v1.max_deliver","stream":"JOBS","consumer":"worker","stream_seq":{{Count}},"deliveries":1}' \
-	--count "$MSGS" --jetstream
-
-# The same for the natscli loop, capped.
-q "$NATS" stream add NJOBS --subjects 'njobs.>' --retention work --storage file --defaults
-q "$NATS" stream add NDLQ --subjects 'ndlq.>' --storage file --defaults
-q "$NATS" pub njobs.run "{\"job\":{{Count}},\"pad\":\"$payload\"}" --count "$CLI_MSGS" --jetstream
+"$PROBE" fill JOBS -n "$MSGS" -size "$SIZE"
 
 note "jetctl dlq sweep of $MSGS messages"
 t0=$(now)
-"$JETCTL" dlq sweep --stream JOBS -o jsonl >/dev/null 2>"$OUT/sweep.err" </dev/null
+if [[ $PROFILE == 1 ]]; then
+	JETCTL_CPUPROFILE=$OUT/sweep.prof "$JETCTL" dlq sweep --stream JOBS >/dev/null 2>"$OUT/sweep.err" </dev/null
+else
+	"$JETCTL" dlq sweep --stream JOBS >/dev/null 2>"$OUT/sweep.err" </dev/null
+fi
 t1=$(now)
-jet_s=$(elapsed "$t0" "$t1")
-moved=$("$JETCTL" status --jq '.streams[] | select(.name=="DLQ_JOBS") | .messages')
-left=$("$JETCTL" status --jq '.streams[] | select(.name=="JOBS") | .messages')
+sweep_s=$(elapsed "$t0" "$t1")
 note "$(cat "$OUT/sweep.err")"
+moved=$(count DLQ_JOBS)
+left=$(count JOBS)
+sweep_rate=$(calc "\"%.0f\", $MSGS / $sweep_s")
 
-note "natscli loop: get, publish, delete, one message at a time ($CLI_MSGS messages)"
-t0=$(now)
-for ((seq = 1; seq <= CLI_MSGS; seq++)); do
-	# The stored message as JSON; its data is base64.
-	data=$("$NATS" stream get NJOBS "$seq" --json </dev/null | sed -n 's/.*"data": *"\([^"]*\)".*/\1/p' | base64 -d)
-	"$NATS" req "ndlq.NJOBS.$seq" "$data" -H "Jetctl-Source-Seq:$seq" -H "Nats-Expected-Last-Subject-Sequence:0" >/dev/null 2>&1 </dev/null
-	"$NATS" stream rmm NJOBS "$seq" -f >/dev/null 2>&1 </dev/null
-done
-t1=$(now)
-nats_s=$(elapsed "$t0" "$t1")
-nats_moved=$("$JETCTL" status --jq '.streams[] | select(.name=="NDLQ") | .messages')
+note "sequential nats.go loop over $LOOP_MSGS messages"
+"$LOOP" -n "$LOOP_MSGS" -size "$SIZE" >"$OUT/loop.out"
+loop_s=$(sed -n 's/^loop: [0-9]* msgs in \([0-9.]*\) s.*/\1/p' "$OUT/loop.out")
+loop_rate=$(calc "\"%.0f\", $LOOP_MSGS / $loop_s")
 
-jet_rate=$(awk -v n="$MSGS" -v s="$jet_s" 'BEGIN { printf "%.0f", n / s }')
-nats_rate=$(awk -v n="$CLI_MSGS" -v s="$nats_s" 'BEGIN { printf "%.1f", n / s }')
-nats_extrap=$(awk -v r="$nats_rate" -v n="$MSGS" 'BEGIN { printf "%.1f", n / r }')
-ratio=$(awk -v a="$jet_rate" -v b="$nats_rate" 'BEGIN { printf "%.0f", a / b }')
+cli_line=''
+if [[ -n $NATS && -x $NATS ]]; then
+	note "natscli loop: get, publish, delete, a process each ($CLI_MSGS messages)"
+	q "$NATS" stream add NJOBS --subjects 'njobs.>' --retention work --storage file --defaults
+	q "$NATS" stream add NDLQ --subjects 'ndlq.>' --storage file --defaults
+	q "$NATS" pub njobs.run "$(head -c "$SIZE" /dev/zero | tr '\0' 'x')" --count "$CLI_MSGS" --jetstream
+	t0=$(now)
+	for ((seq = 1; seq <= CLI_MSGS; seq++)); do
+		data=$("$NATS" stream get NJOBS "$seq" --json </dev/null | sed -n 's/.*"data": *"\([^"]*\)".*/\1/p' | base64 -d)
+		q "$NATS" req "ndlq.NJOBS.$seq" "$data" -H "Nats-Expected-Last-Subject-Sequence:0"
+		q "$NATS" stream rmm NJOBS "$seq" -f
+	done
+	t1=$(now)
+	cli_rate=$(calc "\"%.1f\", $CLI_MSGS / $(elapsed "$t0" "$t1")")
+	cli_line=$(printf '%-64s %12s %10s\n' "natscli loop, a process per step ($CLI_MSGS msgs; secondary)" "$cli_rate" "$(calc "\"%.0fx\", $sweep_rate / $cli_rate")")
+fi
 
 note "jetctl dlq redrive --rate $RATE/s of $REDRIVE_MSGS messages"
-q "$NATS" stream add REDRIVEN --subjects 'redriven.>' --storage file --defaults
-t0=$(now)
-"$JETCTL" dlq redrive --stream JOBS --to redriven.jobs --rate "$RATE/s" --max "$REDRIVE_MSGS" --yes -o jsonl >/dev/null 2>"$OUT/redrive.err" </dev/null
-t1=$(now)
-red_s=$(elapsed "$t0" "$t1")
+"$PROBE" stream REDRIVEN
+"$JETCTL" dlq redrive --stream JOBS --to redriven.jobs --rate "$RATE/s" --max "$REDRIVE_MSGS" --yes >/dev/null 2>"$OUT/redrive.err" </dev/null
 note "$(cat "$OUT/redrive.err")"
-red_inner=$(sed -n 's/.* in \([0-9.]*\)s, .*/\1/p' "$OUT/redrive.err")
-red_rate=$(awk -v n="$REDRIVE_MSGS" -v s="$red_inner" 'BEGIN { printf "%.1f", n / s }')
-red_dev=$(awk -v r="$red_rate" -v t="$RATE" 'BEGIN { d = (r - t) / t * 100; printf "%+.1f", d }')
+red_s=$(sed -n 's/.* in \([0-9.]*\)s, .*/\1/p' "$OUT/redrive.err")
+red_rate=$(calc "\"%.1f\", $REDRIVE_MSGS / $red_s")
+red_dev=$(calc "\"%+.1f\", ($red_rate - $RATE) / $RATE * 100")
 
-printf '\n%-62s %12s %12s\n' "dlq sweep, workqueue stream, 512 B messages" "seconds" "msgs/s"
-printf '%-62s %12s %12s\n' "jetctl dlq sweep: $MSGS messages (moved $moved, left $left)" "$jet_s" "$jet_rate"
-printf '%-62s %12s %12s\n' "natscli get+req+rmm loop: $CLI_MSGS messages (moved $nats_moved)" "$nats_s" "$nats_rate"
-printf '%-62s %12s\n' "natscli extrapolated to $MSGS messages" "$nats_extrap"
-printf '%-62s %12s\n' "speed-up (jetctl msgs/s / natscli msgs/s)" "${ratio}x"
-printf '%-62s %12s %12s\n' "jetctl dlq redrive --rate $RATE/s: $REDRIVE_MSGS messages" "$red_inner" "$red_rate"
-printf '%-62s %12s\n' "redrive rate vs asked" "${red_dev}%"
+rest=$((MSGS - REDRIVE_MSGS))
+note "jetctl dlq redrive, unpaced, of the other $rest messages"
+t0=$(now)
+"$JETCTL" dlq redrive --stream JOBS --to redriven.jobs --yes >/dev/null 2>"$OUT/redrive2.err" </dev/null
+t1=$(now)
+note "$(cat "$OUT/redrive2.err")"
+red2_rate=$(calc "\"%.0f\", $rest / $(elapsed "$t0" "$t1")")
+
+note "peak RSS: jetctl dlq sweep of $RSS_MSGS messages"
+"$PROBE" fill JOBS -n "$RSS_MSGS" -size "$SIZE"
+t0=$(now)
+rss_kb=$(/usr/bin/time -f '%M' "$JETCTL" dlq sweep --stream JOBS 2>&1 >/dev/null </dev/null | tail -n 1)
+t1=$(now)
+rss_rate=$(calc "\"%.0f\", $RSS_MSGS / $(elapsed "$t0" "$t1")")
+rss_mib=$(calc "\"%.1f\", $rss_kb / 1024")
+rss_moved=$(count DLQ_JOBS)
+
+ratio_loop=$(calc "\"%.1f\", $sweep_rate / $loop_rate")
+ratio_ceiling=$(calc "\"%.0f\", $sweep_rate / $ceiling * 100")
+ratio_red2=$(calc "\"%.0f\", $red2_rate / $ceiling * 100")
+
+printf '\n# bench/dlq.sh, %s, %s CPUs; %s messages of %s B, workqueue stream\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(nproc)" "$MSGS" "$SIZE"
+printf '%-64s %12s %10s\n' "" "msgs/s" "ratio"
+printf '%-64s %12s\n' "probe: STREAM.MSG.GET, 256 in flight" "$get"
+printf '%-64s %12s\n' "probe: async publish, 256 in flight" "$pub"
+printf '%-64s %12s\n' "probe: STREAM.MSG.DELETE, 256 in flight" "$del"
+printf '%-64s %12s\n' "ceiling 1/(1/get + 1/pub + 1/delete)" "$ceiling"
+printf '%-64s %12s\n' "sequential nats.go loop ($LOOP_MSGS msgs, in-process)" "$loop_rate"
+printf '%-64s %12s %10s\n' "jetctl dlq sweep ($MSGS msgs: moved $moved, left $left; ${sweep_s}s)" "$sweep_rate" "${ratio_loop}x"
+printf '%-64s %12s %10s\n' "sweep / ceiling (target >= 70%)" "" "${ratio_ceiling}%"
+[[ -z $cli_line ]] || printf '%s\n' "$cli_line"
+printf '%-64s %12s %10s\n' "jetctl dlq redrive --rate $RATE/s ($REDRIVE_MSGS msgs, ${red_s}s)" "$red_rate" "${red_dev}%"
+printf '%-64s %12s %10s\n' "jetctl dlq redrive, unpaced ($rest msgs) / ceiling" "$red2_rate" "${ratio_red2}%"
+printf '%-64s %12s %10s\n' "jetctl dlq sweep of $RSS_MSGS msgs (moved $rss_moved): peak RSS" "$rss_rate" "${rss_mib} MiB"
+[[ $PROFILE != 1 ]] || printf '# profiles: go tool pprof %s %s/sweep.prof (and server.prof, written when the server stops)\n' "$JETCTL" "$OUT"
+
 status=0
 [[ $moved == "$MSGS" && $left == 0 ]] || { note "sweep moved $moved of $MSGS (left $left)"; status=1; }
-awk -v r="$ratio" 'BEGIN { exit !(r >= 10) }' || { note "target missed: ${ratio}x (target >= 10x)"; status=1; }
-awk -v d="$red_dev" 'BEGIN { if (d < 0) d = -d; exit !(d <= 5) }' || { note "target missed: redrive ${red_dev}% off the rate (target within 5%)"; status=1; }
+[[ $rss_moved == "$RSS_MSGS" ]] || { note "the RSS sweep moved $rss_moved of $RSS_MSGS"; status=1; }
+calc "\"%d\", !($ratio_loop >= 10)" | grep -q 0 || { note "target missed: sweep ${ratio_loop}x the loop (target >= 10x)"; status=1; }
+calc "\"%d\", !($ratio_ceiling >= 70)" | grep -q 0 || { note "target missed: sweep ${ratio_ceiling}% of the ceiling (target >= 70%)"; status=1; }
+calc "\"%d\", !($rss_mib < 64)" | grep -q 0 || { note "target missed: peak RSS ${rss_mib} MiB (target < 64 MiB)"; status=1; }
+calc "\"%d\", !($red_dev <= 5 && $red_dev >= -5)" | grep -q 0 || { note "target missed: redrive ${red_dev}% off the rate (target within 5%)"; status=1; }
 exit $status

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -207,11 +208,35 @@ func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ios := factory.System()
+	defer startCPUProfile(ios)()
 	err := run(ctx, os.Args[1:], ios, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 	if msg := exitcode.Message(err); msg != "" {
 		fmt.Fprintf(ios.ErrOut, "jetctl: %s\n", msg)
 	}
 	return exitcode.Of(err)
+}
+
+// startCPUProfile writes a CPU profile of the whole command to the file
+// $JETCTL_CPUPROFILE names, for `go tool pprof` (bench/dlq.sh profiles a
+// sweep and the `jetctl server` answering it this way); it returns what
+// stops it.
+func startCPUProfile(ios *factory.IOStreams) func() {
+	path := os.Getenv("JETCTL_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "jetctl: warning: JETCTL_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*os.File) (err error) {

@@ -77,6 +77,9 @@ type redriveItem struct {
 	rec RedriveRecord
 	msg *nats.Msg
 	fut jetstream.PubAckFuture
+	// send: publish it (not refused, not a dry run); skipped: interrupted
+	// before it was sent, so nothing is reported.
+	send, sync, skipped bool
 }
 
 // errMaxReached ends the read when Max messages are redriven.
@@ -114,15 +117,125 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		}()
 	}
 	var limiter *rate.Limiter
-	batchSize := 256
 	if cfg.Rate > 0 {
-		// A burst of 20ms worth keeps the average rate while a batch
-		// settles (acks, deletes) and the limiter would otherwise idle.
-		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/50)))
-		batchSize = min(batchSize, max(1, int(cfg.Rate/4)))
+		// The bucket starts empty, so N messages take N/rate seconds;
+		// it holds a quarter second's worth, so a stall of the pipeline
+		// (or of a loaded machine) up to that long is made up for, and
+		// the average rate kept.
+		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/4)))
+		limiter.AllowN(time.Now(), max(1, int(cfg.Rate/4)))
 	}
 	a := jsapi.New(js)
-	var batch []*redriveItem
+
+	// A pipeline, as the sweep's: read the DLQ -> publish (paced) -> wait
+	// for the acknowledgement, in order -> delete the DLQ copy
+	// (deleteWorkers at a time) -> report, in order. A DLQ copy is
+	// deleted only after its publish is acknowledged; interrupted, what
+	// is not yet published is left in the DLQ.
+	in := make(chan *redriveItem, pipeDepth)
+	var readErr error
+	admitted := 0
+	go func() {
+		defer close(in)
+		readErr = Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
+			// Interrupted: take no new work; what is in flight is settled.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if cfg.Max > 0 && admitted >= cfg.Max {
+				return errMaxReached
+			}
+			it := &redriveItem{e: e}
+			subject := e.Subject
+			if cfg.To != "" {
+				subject = cfg.To
+			}
+			it.rec = RedriveRecord{DLQStream: e.DLQStream, DLQSeq: e.DLQSeq, SourceStream: e.SourceStream, SourceSeq: e.SourceSeq,
+				Subject: subject, Redrives: e.Redrives, Size: e.Size}
+			switch {
+			case subject == "":
+				it.rec.Status, it.rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
+			case e.PayloadOmitted > 0:
+				it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("the DLQ holds no payload (%d bytes, too large to copy): it is in stream %s at sequence %d",
+					e.PayloadOmitted, e.SourceStream, e.SourceSeq)
+			case cfg.MaxRedrives > 0 && e.Redrives >= cfg.MaxRedrives:
+				it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("already redriven %d %s (--max-redrives %d)",
+					e.Redrives, english.PluralWord(e.Redrives, "time", "times"), cfg.MaxRedrives)
+			case cfg.DryRun:
+				it.rec.Status, it.rec.Redrives = StatusWouldRedrive, e.Redrives+1
+				admitted++
+			default:
+				it.send = true
+				admitted++
+			}
+			select {
+			case in <- it:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	stopped := false
+	sent := serial(in, pipeDepth, func(it *redriveItem) {
+		if !it.send {
+			return
+		}
+		if stopped || ctx.Err() != nil || (limiter != nil && limiter.Wait(ctx) != nil) {
+			stopped, it.skipped = true, true
+			return
+		}
+		it.rec.Redrives = it.e.Redrives + 1
+		it.msg = &nats.Msg{Subject: it.rec.Subject, Header: RedriveHeader(it.e.Message.Header, it.e.Redrives, RedriveMsgID(it.e.DLQStream, it.e.DLQSeq)), Data: it.e.Message.Data}
+		it.e.Message = nil
+		fut, err := js.PublishMsgAsync(it.msg)
+		if err != nil {
+			it.sync = true
+			return
+		}
+		it.fut = fut
+	})
+	settled := serial(sent, pipeDepth, func(it *redriveItem) {
+		if !it.send || it.skipped {
+			return
+		}
+		stored := func(ack *jetstream.PubAck) {
+			it.rec.Status, it.rec.Stream, it.rec.Seq, it.rec.Duplicate = StatusRedriven, ack.Stream, ack.Sequence, ack.Duplicate
+		}
+		syncPublish := func() {
+			ack, err := js.PublishMsg(work, it.msg)
+			if err != nil {
+				it.rec.Status, it.rec.Error = StatusFailed, err.Error()
+				return
+			}
+			stored(ack)
+		}
+		if it.sync {
+			syncPublish()
+		} else {
+			t := time.NewTimer(2 * a.Timeout)
+			select {
+			case ack := <-it.fut.Ok():
+				stored(ack)
+			case <-it.fut.Err():
+				syncPublish()
+			case <-t.C:
+				syncPublish()
+			}
+			t.Stop()
+		}
+		it.msg, it.fut = nil, nil
+	})
+	removed := ordered(settled, pipeDepth, deleteWorkers, func(it *redriveItem) {
+		if cfg.Keep || it.rec.Status != StatusRedriven {
+			return
+		}
+		if err := retryTransient(work, js.Conn(), a.Timeout, func() error { return a.MsgDelete(work, cfg.DLQStream, it.e.DLQSeq) }); err != nil {
+			it.rec.Status, it.rec.Error = StatusFailed, "redriven, but the DLQ copy could not be deleted: "+err.Error()
+			return
+		}
+		it.rec.DLQDeleted = true
+	})
 	emit := func(r RedriveRecord) {
 		switch r.Status {
 		case StatusRedriven:
@@ -140,106 +253,25 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 			cfg.OnRecord(r)
 		}
 	}
-	flush := func() {
-		for _, it := range batch {
-			if it.fut == nil {
-				continue
-			}
-			select {
-			case ack := <-it.fut.Ok():
-				it.rec.Status, it.rec.Stream, it.rec.Seq, it.rec.Duplicate = StatusRedriven, ack.Stream, ack.Sequence, ack.Duplicate
-			case <-it.fut.Err():
-				ack, err := js.PublishMsg(work, it.msg)
-				if err != nil {
-					it.rec.Status, it.rec.Error = StatusFailed, err.Error()
-					break
-				}
-				it.rec.Status, it.rec.Stream, it.rec.Seq, it.rec.Duplicate = StatusRedriven, ack.Stream, ack.Sequence, ack.Duplicate
-			}
+	n := 0
+	for it := range removed {
+		sum.Selected++
+		if it.skipped {
+			continue
 		}
-		if !cfg.Keep {
-			parallel(len(batch), sweepWorkers, func(i int) {
-				it := batch[i]
-				if it.rec.Status != StatusRedriven {
-					return
-				}
-				if err := a.MsgDelete(work, cfg.DLQStream, it.e.DLQSeq); err != nil {
-					it.rec.Status, it.rec.Error = StatusFailed, "redriven, but the DLQ copy could not be deleted: "+err.Error()
-					return
-				}
-				it.rec.DLQDeleted = true
-			})
-		}
-		for _, it := range batch {
-			emit(it.rec)
-		}
-		batch = batch[:0]
-		if cfg.Progress != nil {
+		emit(it.rec)
+		if n++; n%pipeDepth == 0 && cfg.Progress != nil {
 			s := *sum
 			s.Seconds = time.Since(start).Seconds()
 			cfg.Progress(s)
 		}
 	}
-	err = Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
-		// Interrupted: take no new work; what is in flight is settled below.
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if cfg.Max > 0 && sum.Redriven+sum.WouldRedriv+len(batch) >= cfg.Max {
-			return errMaxReached
-		}
-		sum.Selected++
-		subject := e.Subject
-		if cfg.To != "" {
-			subject = cfg.To
-		}
-		rec := RedriveRecord{DLQStream: e.DLQStream, DLQSeq: e.DLQSeq, SourceStream: e.SourceStream, SourceSeq: e.SourceSeq,
-			Subject: subject, Redrives: e.Redrives, Size: e.Size}
-		switch {
-		case subject == "":
-			rec.Status, rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
-			emit(rec)
-			return nil
-		case e.PayloadOmitted > 0:
-			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("the DLQ holds no payload (%d bytes, too large to copy): it is in stream %s at sequence %d",
-				e.PayloadOmitted, e.SourceStream, e.SourceSeq)
-			emit(rec)
-			return nil
-		case cfg.MaxRedrives > 0 && e.Redrives >= cfg.MaxRedrives:
-			rec.Status, rec.Error = StatusRefused, fmt.Sprintf("already redriven %d %s (--max-redrives %d)",
-				e.Redrives, english.PluralWord(e.Redrives, "time", "times"), cfg.MaxRedrives)
-			emit(rec)
-			return nil
-		case cfg.DryRun:
-			rec.Status, rec.Redrives = StatusWouldRedrive, e.Redrives+1
-			emit(rec)
-			return nil
-		}
-		if limiter != nil {
-			if err := limiter.Wait(ctx); err != nil {
-				return err
-			}
-		}
-		rec.Redrives = e.Redrives + 1
-		msg := &nats.Msg{Subject: subject, Header: RedriveHeader(e.Message.Header, e.Redrives, RedriveMsgID(e.DLQStream, e.DLQSeq)), Data: e.Message.Data}
-		it := &redriveItem{e: e, rec: rec, msg: msg}
-		fut, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			ack, err := js.PublishMsg(work, msg)
-			if err != nil {
-				it.rec.Status, it.rec.Error = StatusFailed, err.Error()
-			} else {
-				it.rec.Status, it.rec.Stream, it.rec.Seq = StatusRedriven, ack.Stream, ack.Sequence
-			}
-		}
-		it.fut = fut
-		batch = append(batch, it)
-		if len(batch) >= batchSize {
-			flush()
-		}
-		return nil
-	})
-	flush()
+	if cfg.Progress != nil {
+		s := *sum
+		s.Seconds = time.Since(start).Seconds()
+		cfg.Progress(s)
+	}
+	err = readErr
 	sum.Seconds = time.Since(start).Seconds()
 	if sum.Seconds > 0 {
 		sum.PerSecond = float64(sum.Redriven) / sum.Seconds
@@ -262,41 +294,61 @@ type PurgeConfig struct {
 }
 
 // Purge deletes the selected DLQ messages and returns how many (and how
-// many bytes) it deleted, or would delete.
+// many bytes) it deleted, or would delete. The deletes are pipelined
+// behind the read (deleteWorkers at a time) and reported in order;
+// interrupted or failing, it stops taking new messages and counts only
+// the deletes the server confirmed.
 func Purge(ctx context.Context, js jetstream.JetStream, cfg PurgeConfig) (int, int64, error) {
 	a := jsapi.New(js)
-	var selected []Entry
-	err := Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
-		selected = append(selected, e)
-		return nil
-	})
-	if err != nil {
-		return 0, 0, err
+	work := context.WithoutCancel(ctx)
+	// stop ends the read at the first failed delete.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	type purgeItem struct {
+		e   Entry
+		err error
 	}
-	var bytes int64
-	if cfg.DryRun {
-		for _, e := range selected {
-			bytes += int64(e.Size)
-			if cfg.OnRecord != nil {
-				cfg.OnRecord(e)
+	in := make(chan *purgeItem, pipeDepth)
+	var readErr error
+	go func() {
+		defer close(in)
+		readErr = Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
+			select {
+			case in <- &purgeItem{e: e}:
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
 			}
+		})
+	}()
+	deleted := ordered(in, pipeDepth, deleteWorkers, func(it *purgeItem) {
+		if cfg.DryRun {
+			return
 		}
-		return len(selected), bytes, nil
-	}
-	errs := make([]error, len(selected))
-	parallel(len(selected), sweepWorkers, func(i int) {
-		errs[i] = a.MsgDelete(context.WithoutCancel(ctx), cfg.DLQStream, selected[i].DLQSeq)
+		it.err = retryTransient(work, js.Conn(), a.Timeout, func() error { return a.MsgDelete(work, cfg.DLQStream, it.e.DLQSeq) })
 	})
 	n := 0
-	for i, e := range selected {
-		if errs[i] != nil {
-			return n, bytes, errs[i]
+	var bytes int64
+	var first error
+	for it := range deleted {
+		if it.err != nil {
+			if first == nil {
+				first = it.err
+				stop(it.err)
+			}
+			continue
 		}
 		n++
-		bytes += int64(e.Size)
+		bytes += int64(it.e.Size)
 		if cfg.OnRecord != nil {
-			cfg.OnRecord(e)
+			cfg.OnRecord(it.e)
 		}
 	}
-	return n, bytes, nil
+	if first != nil {
+		return n, bytes, first
+	}
+	if readErr != nil {
+		return n, bytes, readErr
+	}
+	return n, bytes, ctx.Err()
 }

@@ -96,10 +96,11 @@ func (s *sweeper) scan(ctx context.Context) ([]*item, error) {
 				continue
 			}
 			a := Advisory{Type: TypeMaxDeliver, Stream: s.cfg.Stream, Consumer: name, StreamSeq: m.Seq, Deliveries: uint64(ci.Config.MaxDeliver)}
-			if !s.dedup.First(a.Key()) {
+			it := &item{adv: a, scanned: true}
+			if !s.claim(it) {
 				continue
 			}
-			items = append(items, &item{adv: a, scanned: true})
+			items = append(items, it)
 			if s.cfg.Max > 0 && len(items) >= s.cfg.Max {
 				return items, nil
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -101,14 +103,26 @@ type SweepSummary struct {
 	Seconds       float64  `json:"seconds"`
 }
 
-// item is one dead message on its way through a batch.
+// item is one advisory (or scanned message) on its way through the
+// pipeline: a dead message to move, or an advisory with nothing to do of
+// its own (pass), acknowledged in its turn.
 type item struct {
-	adv  Advisory
-	acks []jetstream.Msg
-	rec  Record
-	src  *envelope.Message
-	msg  *nats.Msg
-	fut  jetstream.PubAckFuture
+	adv Advisory
+	// ack is the advisory's message: nil for a scanned message and in a
+	// dry run.
+	ack jetstream.Msg
+	// pass: nothing to move; the advisory was ignored, or is a duplicate
+	// of the dead message whose outcome is orig.
+	pass passKind
+	orig *outcome
+	// out is this dead message's outcome, which its duplicates look at.
+	out *outcome
+	rec Record
+	src *envelope.Message
+	msg *nats.Msg
+	fut jetstream.PubAckFuture
+	// sync: the async publish was refused at once; publish and wait.
+	sync bool
 	// scanned: found by --scan, not by an advisory.
 	scanned bool
 	// tooLarge: the copy would exceed max_payload; msg is its pointer copy.
@@ -118,6 +132,19 @@ type item struct {
 	limit string
 }
 
+type passKind uint8
+
+const (
+	passNone passKind = iota
+	passIgnored
+	passDuplicate
+)
+
+// outcome is whether a dead message was handled (moved, already moved,
+// gone, too large) by this run. The last stage sets it, in order, so a
+// duplicate advisory behind it sees it set or not for good.
+type outcome struct{ done bool }
+
 type sweeper struct {
 	js        jetstream.JetStream
 	api       *jsapi.Client
@@ -125,12 +152,29 @@ type sweeper struct {
 	n         Names
 	retention jetstream.RetentionPolicy
 	limiter   *rate.Limiter
-	dedup     Dedup
-	sum       SweepSummary
+	slice     int
 	start     time.Time
+
+	// Fed by the feeding stage alone.
+	seen     map[MsgKey]*outcome
+	admitted int
+	// The publish stage's own.
+	stopped bool
+	// The other consumers of an interest stream, read again when older
+	// than neededAge (a delete stage reads them).
+	needMu sync.Mutex
+	needAt time.Time
+	needed map[string]*jetstream.ConsumerInfo
+	// The last stage's own.
+	sum      SweepSummary
+	finished int
 }
 
-const sweepWorkers = 16
+// neededAge is how old the other consumers' ack floors may be when an
+// interest stream's source message is judged: an older reading only keeps
+// more messages (an ack floor does not go back), never deletes one that
+// is still needed.
+const neededAge = 100 * time.Millisecond
 
 // Sweep moves the dead messages announced by the captured advisories (and,
 // with Scan, found in the consumers' state) into the DLQ stream. Killed at
@@ -149,7 +193,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 	if err != nil {
 		return nil, err
 	}
-	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now()}
+	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now(), seen: map[MsgKey]*outcome{}}
 	s.sum = SweepSummary{Stream: cfg.Stream, DLQStream: n.DLQ, Retention: s.retention.String()}
 	if cfg.Scan && s.retention == jetstream.LimitsPolicy {
 		return nil, fmt.Errorf("%w: --scan works on workqueue and interest streams only: stream %q has limits retention, where a message whose advisory was never captured "+
@@ -157,7 +201,13 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 			ErrInvalid, cfg.Stream, cfg.Stream)
 	}
 	if cfg.Rate > 0 {
-		s.limiter = rate.NewLimiter(rate.Limit(cfg.Rate), 1)
+		// Slices of a quarter second's worth of dead messages, one slice
+		// every quarter second, the first one too: never more than the
+		// rate in any second, and a slice goes through the pipeline
+		// together.
+		s.slice = max(1, int(cfg.Rate/4))
+		s.limiter = rate.NewLimiter(rate.Limit(cfg.Rate), s.slice)
+		s.limiter.AllowN(time.Now(), s.slice)
 		cfg.Batch = min(cfg.Batch, max(1, int(cfg.Rate)))
 		s.cfg.Batch = cfg.Batch
 	}
@@ -188,23 +238,24 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		}
 	}
 
+	var scanned []*item
 	if cfg.Scan {
-		items, err := s.scan(ctx)
-		if err != nil {
+		if scanned, err = s.scan(ctx); err != nil {
 			return &s.sum, err
 		}
-		for len(items) > 0 && ctx.Err() == nil {
-			k := min(len(items), cfg.Batch)
-			s.process(ctx, items[:k])
-			items = items[k:]
+	}
+	err = s.run(ctx, func(push func(*item) bool) error {
+		for i, it := range scanned {
+			scanned[i] = nil
+			if !push(it) {
+				return nil
+			}
 		}
-	}
-
-	if cfg.DryRun {
-		err = s.dryRunAdvisories(ctx, durable, filters)
-	} else {
-		err = s.fromDurable(ctx, durable)
-	}
+		if cfg.DryRun {
+			return s.dryRunAdvisories(ctx, durable, filters, push)
+		}
+		return s.fromDurable(ctx, durable, push)
+	})
 	s.sum.Seconds = time.Since(s.start).Seconds()
 	if err == nil {
 		err = ctx.Err()
@@ -257,78 +308,105 @@ func (s *sweeper) durable(ctx context.Context) (string, []string, error) {
 
 func filterConsumer(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
 
-// admit turns an advisory message into work, or acks it at once when there
-// is nothing to do for it (server-caused, duplicate, unreadable).
-func (s *sweeper) admit(data []byte, ack jetstream.Msg, batch map[MsgKey]*item, order *[]*item) {
+// admit turns an advisory into an item: a dead message to move, or one
+// to pass on and acknowledge in its turn (server-caused, unreadable, not
+// this sweep's, a duplicate).
+func (s *sweeper) admit(data []byte, ack jetstream.Msg) *item {
 	a, err := ParseAdvisory(data)
 	if err != nil || a.Stream != s.cfg.Stream || a.ServerCaused() ||
 		(len(s.cfg.Consumers) > 0 && !slices.Contains(s.cfg.Consumers, a.Consumer)) {
-		s.sum.Ignored++
-		if ack != nil {
-			_ = ack.Ack()
-		}
-		return
+		return &item{ack: ack, pass: passIgnored}
 	}
-	if it, ok := batch[a.Key()]; ok {
-		s.sum.Duplicates++
-		if ack != nil {
-			it.acks = append(it.acks, ack)
-		}
-		return
+	it := &item{adv: a, ack: ack}
+	if !s.claim(it) {
+		it.pass = passDuplicate
 	}
-	if !s.dedup.First(a.Key()) {
-		s.sum.Duplicates++
-		if ack != nil {
-			_ = ack.Ack()
-		}
-		return
-	}
-	it := &item{adv: a}
-	if ack != nil {
-		it.acks = []jetstream.Msg{ack}
-	}
-	batch[a.Key()] = it
-	*order = append(*order, it)
+	return it
 }
 
-func (s *sweeper) fromDurable(ctx context.Context, durable string) error {
+// claim records it as the first of its dead message, or points it at the
+// one that came first (false).
+func (s *sweeper) claim(it *item) bool {
+	k := it.adv.Key()
+	if orig, ok := s.seen[k]; ok {
+		it.orig = orig
+		return false
+	}
+	it.out = &outcome{}
+	s.seen[k] = it.out
+	s.admitted++
+	return true
+}
+
+// fromDurable feeds the advisories the durable delivers until it has none
+// left, or Max dead messages are admitted.
+func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*item) bool) error {
 	cons, err := s.js.Consumer(ctx, s.n.Capture, durable)
 	if err != nil {
 		return fmt.Errorf("stream %q: consumer %q: %w", s.n.Capture, durable, err)
 	}
+	empty := 0
 	for ctx.Err() == nil {
 		want := s.cfg.Batch
 		if s.cfg.Max > 0 {
-			want = min(want, s.cfg.Max-s.sum.Found)
+			// Every advisory fetched may be a dead message of its own.
+			want = min(want, s.cfg.Max-s.admitted)
 			if want <= 0 {
 				return nil
 			}
 		}
-		b, err := cons.FetchNoWait(want)
+		got, stopped := 0, false
+		// A fetch that the server did not answer (a restart, an election)
+		// is tried again once the connection is back; an answer without
+		// messages is the end.
+		err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+			b, err := cons.FetchNoWait(want)
+			if err != nil {
+				return err
+			}
+			for m := range b.Messages() {
+				got++
+				// Interrupted: the rest of the batch stays
+				// unacknowledged, for the next run.
+				if !stopped && !push(s.admit(m.Data(), m)) {
+					stopped = true
+				}
+			}
+			if err := b.Error(); got == 0 && err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+				return err
+			}
+			return nil
+		})
+		if stopped || ctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("stream %q: consumer %q: %w", s.n.Capture, durable, err)
 		}
-		batch := map[MsgKey]*item{}
-		var order []*item
-		got := 0
-		for m := range b.Messages() {
-			got++
-			s.admit(m.Data(), m, batch, &order)
-		}
-		if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("stream %q: consumer %q: %w", s.n.Capture, durable, err)
-		}
 		if got == 0 {
-			return nil
+			// No messages: the end, unless the server says some are
+			// still to be delivered (the fetch met a restart or an
+			// election, and was answered before the consumer was back).
+			if empty++; empty > transientAttempts {
+				return nil
+			}
+			ci, err := cons.Info(ctx)
+			if err == nil && ci.NumPending == 0 {
+				return nil
+			}
+			if retry.Sleep(ctx, time.Duration(empty)*100*time.Millisecond) != nil {
+				return nil
+			}
+			continue
 		}
-		s.process(ctx, order)
+		empty = 0
 	}
 	return nil
 }
 
 // dryRunAdvisories reads the advisories the durable has not acked with
 // gets, so that a dry run disturbs no consumer.
-func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters []string) error {
+func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters []string, push func(*item) bool) error {
 	from := uint64(1)
 	if c, err := s.js.Consumer(ctx, s.n.Capture, durable); err == nil {
 		from = c.CachedInfo().AckFloor.Stream + 1
@@ -336,111 +414,167 @@ func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters 
 		from = c.CachedInfo().AckFloor.Stream + 1
 	}
 	for ctx.Err() == nil {
-		batch := map[MsgKey]*item{}
-		var order []*item
-		for len(order) < s.cfg.Batch {
-			if s.cfg.Max > 0 && s.sum.Found+len(order) >= s.cfg.Max {
-				break
-			}
-			m, err := s.api.MsgGet(ctx, s.n.Capture, jsapi.MsgGetRequest{Seq: from, NextFor: ">"})
-			if errors.Is(err, jsapi.ErrNoMessage) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			from = m.Seq + 1
-			if len(filters) > 0 && !slices.ContainsFunc(filters, func(f string) bool { return streamread.SubjectMatches(f, m.Subject) }) {
-				continue
-			}
-			s.admit(m.Data, nil, batch, &order)
-		}
-		if len(order) == 0 {
+		if s.cfg.Max > 0 && s.admitted >= s.cfg.Max {
 			return nil
 		}
-		s.process(ctx, order)
+		m, err := s.api.MsgGet(ctx, s.n.Capture, jsapi.MsgGetRequest{Seq: from, NextFor: ">"})
+		if errors.Is(err, jsapi.ErrNoMessage) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		from = m.Seq + 1
+		if len(filters) > 0 && !slices.ContainsFunc(filters, func(f string) bool { return streamread.SubjectMatches(f, m.Subject) }) {
+			continue
+		}
+		if !push(s.admit(m.Data, nil)) {
+			return nil
+		}
 	}
 	return nil
 }
 
-// process moves one batch: coherent gets in parallel, publishes pipelined,
-// then source deletes in parallel, then the advisory acks. Each step starts
-// only after the one before it is confirmed for that message.
-func (s *sweeper) process(ctx context.Context, items []*item) {
+// run moves the dead messages feed pushes, as a pipeline:
+//
+//	feed -> get (from the stream leader, getWorkers at a time)
+//	     -> publish the copy (async, paced by --rate)
+//	     -> wait for the copy's acknowledgement, in order
+//	     -> remove the source (deleteWorkers at a time)
+//	     -> acknowledge the advisory, count, report: in order
+//
+// Each step for a message starts only after the one before it is
+// confirmed for it, and advisories are acknowledged in the order they
+// were fetched, so the durable's ack floor only ever passes messages that
+// are done. Interrupted, feed stops, messages not yet published are left
+// (unacknowledged) for the next run, and those already published are
+// finished.
+func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) error) error {
 	work := context.WithoutCancel(ctx)
-	for _, it := range items {
-		a := it.adv
-		it.rec = Record{Stream: a.Stream, StreamSeq: a.StreamSeq, Consumer: a.Consumer, Reason: a.DeadReason(),
-			TermReason: a.Reason, Deliveries: a.Deliveries, FoundBy: "advisory", DLQStream: s.n.DLQ}
-		if it.scanned {
-			it.rec.FoundBy = "scan"
-		}
-	}
-	// 1. Read each dead message from the stream leader.
-	parallel(len(items), sweepWorkers, func(i int) {
-		it := items[i]
-		var m *envelope.Message
-		err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
-			m, err = s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: it.adv.StreamSeq})
-			return err
+	in := make(chan *item, pipeDepth)
+	var feedErr error
+	sliceLeft := 0
+	go func() {
+		defer close(in)
+		feedErr = feed(func(it *item) bool {
+			if ctx.Err() != nil {
+				return false
+			}
+			// --rate paces the dead messages taken (a get, a copy and a
+			// delete each), whatever becomes of them, a slice at a time.
+			if s.limiter != nil && !s.cfg.DryRun && it.pass == passNone {
+				if sliceLeft == 0 {
+					if s.limiter.WaitN(ctx, s.slice) != nil {
+						return false
+					}
+					sliceLeft = s.slice
+				}
+				sliceLeft--
+			}
+			select {
+			case in <- it:
+				return true
+			case <-ctx.Done():
+				return false
+			}
 		})
-		switch {
-		case errors.Is(err, jsapi.ErrNoMessage):
-			// Gone: moved by an earlier, interrupted sweep, or removed
-			// before any sweep (limits, a delete, a terminated message on
-			// a workqueue or interest stream).
-			dm, derr := s.api.MsgGet(work, s.n.DLQ, jsapi.MsgGetRequest{LastFor: s.n.DLQSubject(it.adv.StreamSeq)})
-			switch {
-			case derr == nil:
-				it.rec.Status, it.rec.DLQSeq, it.rec.Subject, it.rec.Size = StatusAlreadyMoved, dm.Seq, dm.Header.Get(envelope.SourceSubject), len(dm.Data)
-				it.rec.Source = SourceDeleted
-			case errors.Is(derr, jsapi.ErrNoMessage):
-				it.rec.Status = StatusGone
-			default:
-				it.rec.Status, it.rec.Error = StatusFailed, derr.Error()
-			}
-		case err != nil:
-			it.rec.Status, it.rec.Error = StatusFailed, err.Error()
-		default:
-			it.src = m
-			it.rec.Subject, it.rec.Size = m.Subject, len(m.Data)
-		}
-	})
-	// 2. Copy to the DLQ, pipelined.
-	sweptAt := time.Now()
-	stopped := false
-	for _, it := range items {
-		if it.src == nil {
-			continue
-		}
-		if s.cfg.DryRun {
-			it.rec.Status = StatusWouldMove
-			if WireSize(BuildCopy(s.n, it.src, it.adv, sweptAt)) > s.js.Conn().MaxPayload() {
-				it.rec.Status, it.rec.SourceNote = StatusTooLarge, s.tooLargeNote(it)
-			}
-			continue
-		}
-		if stopped || (s.limiter != nil && s.limiter.Wait(ctx) != nil) || ctx.Err() != nil {
-			// Interrupted: the rest stays for the next run.
-			stopped = true
-			it.rec.Status = ""
-			continue
-		}
-		it.msg = BuildCopy(s.n, it.src, it.adv, sweptAt)
-		if WireSize(it.msg) > s.js.Conn().MaxPayload() {
-			it.msg, it.tooLarge = PointerCopy(it.msg), true
-		}
-		fut, err := s.js.PublishMsgAsync(it.msg)
-		if err != nil {
-			s.publishSync(work, it)
-			continue
-		}
-		it.fut = fut
+	}()
+	got := ordered(in, pipeDepth, getWorkers, func(it *item) { s.get(ctx, work, it) })
+	sent := serial(got, pipeDepth, func(it *item) { s.publish(ctx, it) })
+	settled := serial(sent, pipeDepth, func(it *item) { s.settle(work, it) })
+	removed := ordered(settled, pipeDepth, deleteWorkers, func(it *item) { s.remove(ctx, work, it) })
+	for it := range removed {
+		s.finish(it)
 	}
-	for _, it := range items {
-		if it.fut == nil {
-			continue
+	if !s.cfg.DryRun {
+		_ = s.js.Conn().FlushWithContext(work)
+	}
+	s.progress()
+	// in is closed once feed has returned.
+	return feedErr
+}
+
+// get reads the dead message from the stream leader.
+func (s *sweeper) get(ctx, work context.Context, it *item) {
+	if it.pass != passNone {
+		return
+	}
+	a := it.adv
+	it.rec = Record{Stream: a.Stream, StreamSeq: a.StreamSeq, Consumer: a.Consumer, Reason: a.DeadReason(),
+		TermReason: a.Reason, Deliveries: a.Deliveries, FoundBy: "advisory", DLQStream: s.n.DLQ}
+	if it.scanned {
+		it.rec.FoundBy = "scan"
+	}
+	var m *envelope.Message
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+		m, err = s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: a.StreamSeq})
+		return err
+	})
+	switch {
+	case errors.Is(err, jsapi.ErrNoMessage):
+		// Gone: moved by an earlier, interrupted sweep, or removed
+		// before any sweep (limits, a delete, a terminated message on
+		// a workqueue or interest stream).
+		dm, derr := s.api.MsgGet(work, s.n.DLQ, jsapi.MsgGetRequest{LastFor: s.n.DLQSubject(a.StreamSeq)})
+		switch {
+		case derr == nil:
+			it.rec.Status, it.rec.DLQSeq, it.rec.Subject, it.rec.Size = StatusAlreadyMoved, dm.Seq, dm.Header.Get(envelope.SourceSubject), len(dm.Data)
+			it.rec.Source = SourceDeleted
+		case errors.Is(derr, jsapi.ErrNoMessage):
+			it.rec.Status = StatusGone
+		default:
+			it.rec.Status, it.rec.Error = StatusFailed, derr.Error()
 		}
+	case err != nil:
+		it.rec.Status, it.rec.Error = StatusFailed, err.Error()
+	default:
+		it.src = m
+		it.rec.Subject, it.rec.Size = m.Subject, len(m.Data)
+	}
+}
+
+// publish sends the copy to the DLQ without waiting for its
+// acknowledgement. Once interrupted (or the lease lost) it sends nothing
+// more: those messages stay for the next run.
+func (s *sweeper) publish(ctx context.Context, it *item) {
+	if it.pass != passNone || it.src == nil {
+		return
+	}
+	sweptAt := time.Now()
+	if s.cfg.DryRun {
+		it.rec.Status = StatusWouldMove
+		if WireSize(BuildCopy(s.n, it.src, it.adv, sweptAt)) > s.js.Conn().MaxPayload() {
+			it.rec.Status, it.rec.SourceNote = StatusTooLarge, s.tooLargeNote(it)
+		}
+		return
+	}
+	if s.stopped || ctx.Err() != nil {
+		s.stopped = true
+		it.rec.Status = ""
+		it.src = nil
+		return
+	}
+	it.msg = BuildCopy(s.n, it.src, it.adv, sweptAt)
+	if WireSize(it.msg) > s.js.Conn().MaxPayload() {
+		it.msg, it.tooLarge = PointerCopy(it.msg), true
+	}
+	fut, err := s.js.PublishMsgAsync(it.msg)
+	if err != nil {
+		it.sync = true
+		return
+	}
+	it.fut = fut
+}
+
+// settle waits for the copy's acknowledgement; a copy refused or not
+// acknowledged in time is published again, waiting for the answer.
+func (s *sweeper) settle(work context.Context, it *item) {
+	switch {
+	case it.sync:
+		s.publishSync(work, it)
+	case it.fut != nil:
+		t := time.NewTimer(2 * s.api.Timeout)
+		defer t.Stop()
 		select {
 		case ack := <-it.fut.Ok():
 			s.published(it, ack, nil)
@@ -450,57 +584,95 @@ func (s *sweeper) process(ctx context.Context, items []*item) {
 				it.rec.Error = ""
 				s.publishSync(work, it)
 			}
-		case <-time.After(2 * s.api.Timeout):
+		case <-t.C:
 			s.publishSync(work, it)
 		}
+		it.fut = nil
 	}
-	// 3. Remove the source message where the retention policy calls for it.
-	var needers map[string]*jetstream.ConsumerInfo
-	if s.retention == jetstream.InterestPolicy {
-		needers = s.consumerInfos(work)
+	it.msg = nil
+}
+
+// remove deletes the source message where the retention policy calls for
+// it, once its copy is acknowledged.
+func (s *sweeper) remove(ctx, work context.Context, it *item) {
+	if it.pass != passNone || it.src == nil {
+		return
 	}
-	parallel(len(items), sweepWorkers, func(i int) {
-		it := items[i]
-		if it.src != nil && it.rec.Status == StatusTooLarge {
-			// Only a pointer is in the DLQ: the payload stays where it is.
-			it.rec.Source, it.rec.SourceNote = SourceKept, s.tooLargeNote(it)
-			return
-		}
-		if it.src == nil || (it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved) {
-			return
-		}
-		remove, note := s.shouldRemove(it, needers)
-		if !remove {
-			it.rec.Source, it.rec.SourceNote = SourceKept, note
-			return
-		}
-		if err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
-			return s.api.MsgDelete(work, s.cfg.Stream, it.src.Seq)
-		}); err != nil {
-			it.rec.Status, it.rec.Error = StatusFailed, "copied, but the source could not be deleted: "+err.Error()
-			return
-		}
-		it.rec.Source = SourceDeleted
-	})
-	// 4. Ack the advisories of every message done; failed and interrupted
-	// ones come back on the next run.
-	for _, it := range items {
-		if it.rec.Status == "" {
-			continue
-		}
-		if it.rec.Status != StatusFailed && !s.cfg.DryRun {
-			for _, m := range it.acks {
-				_ = m.Ack()
-			}
-		}
-		s.count(it.rec)
-		if s.cfg.OnRecord != nil {
-			s.cfg.OnRecord(it.rec)
+	if it.rec.Status == StatusTooLarge {
+		// Only a pointer is in the DLQ: the payload stays where it is.
+		it.rec.Source, it.rec.SourceNote = SourceKept, s.tooLargeNote(it)
+		return
+	}
+	if it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved {
+		return
+	}
+	remove, note := s.shouldRemove(it, s.neededBy(work))
+	if !remove {
+		it.rec.Source, it.rec.SourceNote = SourceKept, note
+		return
+	}
+	if err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+		return s.api.MsgDelete(work, s.cfg.Stream, it.src.Seq)
+	}); err != nil {
+		it.rec.Status, it.rec.Error = StatusFailed, "copied, but the source could not be deleted: "+err.Error()
+		return
+	}
+	it.rec.Source = SourceDeleted
+}
+
+// neededBy returns the source's consumers, for an interest stream.
+func (s *sweeper) neededBy(ctx context.Context) map[string]*jetstream.ConsumerInfo {
+	if s.retention != jetstream.InterestPolicy {
+		return nil
+	}
+	s.needMu.Lock()
+	defer s.needMu.Unlock()
+	if s.needed == nil || time.Since(s.needAt) > neededAge {
+		s.needed, s.needAt = s.consumerInfos(ctx), time.Now()
+	}
+	return s.needed
+}
+
+// finish acknowledges the advisory of a message that is done (a failed
+// or interrupted one comes back on the next run), counts and reports it.
+func (s *sweeper) finish(it *item) {
+	ack := func() {
+		if it.ack != nil {
+			_ = it.ack.Ack()
 		}
 	}
-	if !s.cfg.DryRun {
-		_ = s.js.Conn().FlushWithContext(work)
+	switch it.pass {
+	case passIgnored:
+		s.sum.Ignored++
+		ack()
+		return
+	case passDuplicate:
+		s.sum.Duplicates++
+		// Acknowledged only when the message it repeats was handled:
+		// it may be a redelivery of that very advisory.
+		if it.orig.done {
+			ack()
+		}
+		return
 	}
+	if it.rec.Status == "" {
+		return
+	}
+	if it.rec.Status != StatusFailed {
+		it.out.done = true
+		ack()
+	}
+	it.src = nil
+	s.count(it.rec)
+	if s.cfg.OnRecord != nil {
+		s.cfg.OnRecord(it.rec)
+	}
+	if s.finished++; s.finished%pipeDepth == 0 {
+		s.progress()
+	}
+}
+
+func (s *sweeper) progress() {
 	if s.cfg.Progress != nil {
 		sum := s.sum
 		sum.Seconds = time.Since(s.start).Seconds()

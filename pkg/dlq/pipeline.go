@@ -1,0 +1,73 @@
+package dlq
+
+// The sweep, redrive and purge run as streaming pipelines: stages connected
+// by bounded queues, each stage working on many messages at once, so that
+// the server always has requests to answer (a batch-at-a-time loop leaves
+// it idle between its phases). Each message still goes through its steps
+// strictly in order, and leaves the last stage in the order it entered
+// the first: acknowledgements, records and counts come out in that order.
+
+// Pipeline sizes: how many messages a stage's queue holds, and how many
+// requests the request stages (gets, deletes) keep in flight. Together
+// they bound the messages in flight (seven queues and a fetched batch:
+// about 2,000, well under the sweep durable's MaxAckPending of 20,000;
+// only the queue between publishing and settling (256) has publishes
+// pending, well under nats.go's 4,000 pending async publishes). bench/dlq.sh found no difference between
+// 8 and 256 requests in flight, or queues of 128 to 1,024 (docs/dlq.md).
+const (
+	pipeDepth     = 256
+	getWorkers    = 32
+	deleteWorkers = 32
+)
+
+// ordered runs fn on up to workers values of in at a time and passes each
+// value on, once fn is done with it, in the order it came. The queue
+// behind it holds at most depth values; the output is closed after in is
+// closed and every value is passed on.
+func ordered[T any](in <-chan T, depth, workers int, fn func(T)) <-chan T {
+	type slot struct {
+		v    T
+		done chan struct{}
+	}
+	out := make(chan T, depth)
+	queue := make(chan slot, depth)
+	work := make(chan slot)
+	for range workers {
+		go func() {
+			for s := range work {
+				fn(s.v)
+				close(s.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(queue)
+		defer close(work)
+		for v := range in {
+			s := slot{v: v, done: make(chan struct{})}
+			queue <- s
+			work <- s
+		}
+	}()
+	go func() {
+		defer close(out)
+		for s := range queue {
+			<-s.done
+			out <- s.v
+		}
+	}()
+	return out
+}
+
+// serial runs fn on each value of in, one at a time, and passes it on.
+func serial[T any](in <-chan T, depth int, fn func(T)) <-chan T {
+	out := make(chan T, depth)
+	go func() {
+		defer close(out)
+		for v := range in {
+			fn(v)
+			out <- v
+		}
+	}()
+	return out
+}
