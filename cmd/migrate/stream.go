@@ -157,9 +157,16 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 		}
 		dst.Domain = o.toDomain
 	}
-	bar := f.NewProgress(-1, "copying", o.noProgress)
+	// The bar counts the target's last sequence against the source's, once
+	// the copy reports them; a new bar when the phase changes.
+	var bar *factory.Progress
+	phase := ""
 	cfg := pkgmigrate.Config{Stream: stream, Target: o.as, Cutover: o.cutover, DryRun: o.dryRun,
 		Progress: func(pr pkgmigrate.Progress) {
+			if pr.Phase != phase {
+				bar.Finish()
+				bar, phase = f.NewProgress(int64(pr.Total), pr.Phase, o.noProgress), pr.Phase
+			}
 			bar.Set(int64(pr.Copied))
 		}}
 	cfg.AtStep = KillAt(ctx, f)
