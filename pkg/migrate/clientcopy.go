@@ -85,107 +85,16 @@ var (
 )
 
 func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
-	ti, err := m.dst.JS.Stream(ctx, m.dstName)
-	var st *state
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("target %q: %w", m.dstName, err)
-	default:
-		if st, err = readState(ti.CachedInfo()); err != nil {
-			return nil, err
-		}
-		if st == nil || st.Source != m.srcName || st.Phase == phaseHeld || st.Mechanism != mechanismCopy {
-			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
-		}
-		m.sum.Resumed = true
-	}
-	si, err := m.src.JS.Stream(ctx, m.srcName)
-	var sinfo *jetstream.StreamInfo
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if st == nil || st.Phase != phasePromoted {
-			return nil, fmt.Errorf("stream %q: %w", m.srcName, err)
-		}
-	case err != nil:
-		return nil, fmt.Errorf("stream %q: %w", m.srcName, err)
-	default:
-		sinfo = si.CachedInfo()
-		if sinfo.Config.Mirror != nil && st == nil {
-			return nil, fmt.Errorf("%w: stream %q is a mirror: its data belongs to %q", ErrInvalid, m.srcName, sinfo.Config.Mirror.Name)
-		}
-	}
-	if sinfo != nil {
-		m.sum.Messages, m.sum.Bytes = sinfo.State.Msgs, sinfo.State.Bytes
-		m.sum.FirstSeq, m.sum.LastSeq = sinfo.State.FirstSeq, sinfo.State.LastSeq
-	}
-	if st == nil {
-		final := m.finalConfig(sinfo)
-		if err := Migratable(sinfo.Config, withName(final, m.srcName)); err != nil {
-			return nil, fmt.Errorf("%w: stream %q: %v", ErrInvalid, m.srcName, err)
-		}
-		if len(sinfo.Config.Sources) > 0 {
-			return nil, fmt.Errorf("%w: stream %q sources other streams: its data belongs to them", ErrInvalid, m.srcName)
-		}
-		if _, err := copyConfig(final, sinfo, m.dstName); err != nil {
-			return nil, err
-		}
-		if final.Retention == jetstream.WorkQueuePolicy {
-			cs, err := durables(ctx, m.src.JS, m.srcName)
-			if err != nil {
-				return nil, err
-			}
-			if err := workqueueConsumers(cs); err != nil {
-				return nil, fmt.Errorf("%w: stream %q: %v; nothing was changed", ErrInvalid, m.srcName, err)
-			}
-		}
-	}
-	if m.cfg.DryRun {
-		if sinfo != nil {
-			cs, err := durables(ctx, m.src.JS, m.srcName)
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range cs {
-				m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Name, AckFloor: c.AckFloor.Stream, Pending: c.NumAckPending})
-			}
-		}
-		return m.sum, nil
-	}
-	if !m.hop.lockHeld {
-		var release func()
-		if ctx, release, err = lease(ctx, m.src.JS, m.srcName); err != nil {
-			return nil, err
-		}
-		defer release()
-	}
-	if st == nil {
-		if ti, st, err = m.createCopy(ctx, sinfo); err != nil {
-			return nil, err
-		}
-		m.at("created")
-	}
-	tinfo := ti.CachedInfo()
-	if st.Phase == phaseCopying {
-		if sinfo, err = m.directOn(ctx, sinfo, st); err != nil {
-			return nil, err
-		}
-		if err := m.copyLive(ctx, sinfo); err != nil {
-			return nil, err
-		}
-		if !m.cfg.Cutover {
-			if err := m.directOff(ctx, st); err != nil {
-				return nil, err
-			}
-			return m.finishCopy(ctx)
-		}
-	}
-	if st.Phase == phaseCopying || st.Phase == phaseCutover {
-		if tinfo, err = m.copyCutover(ctx, tinfo, st); err != nil {
-			return nil, err
-		}
-	}
-	return m.finish(ctx, tinfo, st)
+	return m.run(ctx, way{
+		mechanism: mechanismCopy,
+		check: func(final jetstream.StreamConfig, si *jetstream.StreamInfo) error {
+			_, err := copyConfig(final, si, m.dstName)
+			return err
+		},
+		create:  m.createCopy,
+		live:    m.copyLive,
+		cutover: m.copyCutover,
+	})
 }
 
 // copyConfig is the target while jetctl copies into it: final's settings
@@ -662,9 +571,6 @@ func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint
 // does, with the copy's hashes and without the byte count (the copy's
 // headers differ).
 func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) error {
-	fail := func(format string, a ...any) error {
-		return &VerifyError{Source: m.srcName, Target: m.dstName, What: fmt.Sprintf(format, a...)}
-	}
 	from := max(m.verified+1, sinfo.State.FirstSeq)
 	srcHs, dstHs, err := m.readBothCopy(ctx, from, sinfo.State.LastSeq, sinfo.State.LastSeq+1)
 	if err != nil {
@@ -675,58 +581,7 @@ func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, del
 		return err
 	}
 	m.srcHashes, m.dstHashes = append(m.srcHashes, src...), append(m.dstHashes, dst...)
-	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
-	if err != nil {
-		return err
-	}
-	s, t := sinfo.State, tinfo.State
-	if s.Msgs != t.Msgs {
-		return fail("%d messages, the source %d", t.Msgs, s.Msgs)
-	}
-	if s.Msgs > 0 && s.FirstSeq != t.FirstSeq {
-		return fail("first seq %d, the source %d", t.FirstSeq, s.FirstSeq)
-	}
-	if s.LastSeq != t.LastSeq {
-		return fail("last seq %d, the source %d", t.LastSeq, s.LastSeq)
-	}
-	ssub, err := subjectCounts(ctx, m.src.JS, m.srcName)
-	if err != nil {
-		return err
-	}
-	tsub, err := subjectCounts(ctx, m.dst.JS, m.dstName)
-	if err != nil {
-		return err
-	}
-	for subj, n := range ssub {
-		if tsub[subj] != n {
-			return fail("subject %q has %d messages, the source %d", subj, tsub[subj], n)
-		}
-	}
-	if len(ssub) != len(tsub) {
-		return fail("%d subjects, the source %d", len(tsub), len(ssub))
-	}
-	tdel := map[uint64]bool{}
-	for _, d := range t.Deleted {
-		tdel[d] = true
-	}
-	if m.srcHashes, err = fillGapsWith(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted, sourceHash); err != nil {
-		return err
-	}
-	if m.dstHashes, err = fillGapsWith(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel, copyHash); err != nil {
-		return err
-	}
-	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)
-	td, tn := digest(m.dstHashes, t.FirstSeq, tdel)
-	if sn != s.Msgs || tn != t.Msgs {
-		return fail("read %d messages of the target's %d, %d of the source's %d", tn, t.Msgs, sn, s.Msgs)
-	}
-	if sd != td {
-		return fail("digest %s, the source %s", td, sd)
-	}
-	m.sum.Digest = sd
-	m.sum.Verified = true
-	m.sum.Messages, m.sum.Bytes, m.sum.FirstSeq, m.sum.LastSeq = s.Msgs, s.Bytes, s.FirstSeq, s.LastSeq
-	return nil
+	return m.verifySets(ctx, sinfo, deleted, setChecks{lastSeq: true, srcHash: sourceHash, dstHash: copyHash})
 }
 
 // encodeHeader is the header of the copy of a message with header h and

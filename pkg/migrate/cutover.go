@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/logctx"
 )
 
@@ -296,9 +297,6 @@ func (m *mover) applyDeletes(ctx context.Context, sinfo *jetstream.StreamInfo, d
 // copied since the live comparison one by one, then counts, first and last
 // sequences, per-subject counts and a digest of every message.
 func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) error {
-	fail := func(format string, a ...any) error {
-		return &VerifyError{Source: m.srcName, Target: m.dstName, What: fmt.Sprintf(format, a...)}
-	}
 	from := max(m.verified+1, sinfo.State.FirstSeq)
 	srcN, dstN := len(m.srcHashes), len(m.dstHashes)
 	if err := m.readBoth(ctx, from, sinfo.State.LastSeq); err != nil {
@@ -309,6 +307,24 @@ func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, de
 		return err
 	}
 	m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
+	return m.verifySets(ctx, sinfo, deleted, setChecks{bytes: true, srcHash: timedHash, dstHash: timedHash})
+}
+
+// setChecks tune verifySets to how a move copies.
+type setChecks struct {
+	// bytes compares the byte counts (same storage type only); lastSeq
+	// the last sequences.
+	bytes, lastSeq   bool
+	srcHash, dstHash func(*envelope.Message) uint64
+}
+
+// verifySets compares the frozen source and the target as wholes, once
+// every message of both has been compared: counts, first (and last)
+// sequence, bytes, per-subject counts, and a digest over every message.
+func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool, c setChecks) error {
+	fail := func(format string, a ...any) error {
+		return &VerifyError{Source: m.srcName, Target: m.dstName, What: fmt.Sprintf(format, a...)}
+	}
 	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
 	if err != nil {
 		return err
@@ -320,7 +336,10 @@ func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, de
 	if s.Msgs > 0 && s.FirstSeq != t.FirstSeq {
 		return fail("first seq %d, the source %d", t.FirstSeq, s.FirstSeq)
 	}
-	if sinfo.Config.Storage == tinfo.Config.Storage && s.Bytes != t.Bytes {
+	if c.lastSeq && s.LastSeq != t.LastSeq {
+		return fail("last seq %d, the source %d", t.LastSeq, s.LastSeq)
+	}
+	if c.bytes && sinfo.Config.Storage == tinfo.Config.Storage && s.Bytes != t.Bytes {
 		return fail("%d bytes, the source %d", t.Bytes, s.Bytes)
 	}
 	ssub, err := subjectCounts(ctx, m.src.JS, m.srcName)
@@ -345,10 +364,10 @@ func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, de
 	}
 	// A replica behind its leader may have answered a direct get without a
 	// message: read what the lists lack from the leaders.
-	if m.srcHashes, err = fillGaps(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted); err != nil {
+	if m.srcHashes, err = fillGapsWith(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted, c.srcHash); err != nil {
 		return err
 	}
-	if m.dstHashes, err = fillGaps(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel); err != nil {
+	if m.dstHashes, err = fillGapsWith(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel, c.dstHash); err != nil {
 		return err
 	}
 	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)

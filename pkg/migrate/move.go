@@ -114,7 +114,7 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	if same && m.srcName == m.dstName {
 		return nil, fmt.Errorf("%w: the target is the source (%q on the same server); give another name or another server", ErrInvalid, m.srcName)
 	}
-	return m.run(ctx)
+	return m.run(ctx, m.mirrorWay())
 }
 
 // ErrInvalid: the move asked for is not possible; nothing was changed.
@@ -164,7 +164,39 @@ func domainOf(ctx context.Context, e Endpoint) (string, error) {
 	return ai.Domain, nil
 }
 
-func (m *mover) run(ctx context.Context) (*Summary, error) {
+// way is how a move copies: through a mirror the target's server keeps
+// (the default), or by jetctl publishing (clientcopy.go) when the servers
+// have no route between them. The rest of a move is the same either way.
+type way struct {
+	// mechanism is the state's and the summary's name for it ("" for the
+	// mirror in the state).
+	mechanism string
+	// check says whether final can be reached this way, before anything
+	// is changed.
+	check func(final jetstream.StreamConfig, si *jetstream.StreamInfo) error
+	// create makes the target, with the move's state.
+	create func(ctx context.Context, si *jetstream.StreamInfo) (jetstream.Stream, *state, error)
+	// live copies and compares while the source takes writes.
+	live func(ctx context.Context, si *jetstream.StreamInfo) error
+	// cutover holds the source, finishes the copy, verifies, seats the
+	// consumers and gives the target the subjects.
+	cutover func(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error)
+}
+
+// mirrorWay is the move through a mirror.
+func (m *mover) mirrorWay() way {
+	return way{
+		check: func(final jetstream.StreamConfig, _ *jetstream.StreamInfo) error {
+			_, err := mirrorConfig(final, m.srcName, m.api)
+			return err
+		},
+		create:  m.create,
+		live:    m.copyAndVerify,
+		cutover: m.cutover,
+	}
+}
+
+func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 	ti, err := m.dst.JS.Stream(ctx, m.dstName)
 	var st *state
 	switch {
@@ -178,8 +210,11 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		if st == nil || st.Source != m.srcName || st.Phase == phaseHeld {
 			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
 		}
-		if st.Mechanism == mechanismCopy { // clientcopy.go
+		if st.Mechanism == mechanismCopy && w.mechanism != mechanismCopy {
 			return nil, fmt.Errorf("%w: stream %q is jetctl's copy of %q, begun when the servers had no route; delete it to move by a mirror; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
+		}
+		if st.Mechanism != mechanismCopy && w.mechanism == mechanismCopy {
+			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
 		}
 		m.sum.Resumed = true
 	}
@@ -207,7 +242,7 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		if err := Migratable(sinfo.Config, withName(final, m.srcName)); err != nil {
 			return nil, fmt.Errorf("%w: stream %q: %v", ErrInvalid, m.srcName, err)
 		}
-		if _, err := mirrorConfig(final, m.srcName, m.api); err != nil {
+		if err := w.check(final, sinfo); err != nil {
 			return nil, err
 		}
 		if final.Retention == jetstream.WorkQueuePolicy {
@@ -240,7 +275,7 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		defer release()
 	}
 	if st == nil {
-		if ti, st, err = m.create(ctx, sinfo); err != nil {
+		if ti, st, err = w.create(ctx, sinfo); err != nil {
 			return nil, err
 		}
 		m.at("created")
@@ -250,7 +285,7 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		if sinfo, err = m.directOn(ctx, sinfo, st); err != nil {
 			return nil, err
 		}
-		if err := m.copyAndVerify(ctx, sinfo); err != nil {
+		if err := w.live(ctx, sinfo); err != nil {
 			return nil, err
 		}
 		if !m.cfg.Cutover {
@@ -261,7 +296,7 @@ func (m *mover) run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if st.Phase == phaseCopying || st.Phase == phaseCutover {
-		if tinfo, err = m.cutover(ctx, tinfo, st); err != nil {
+		if tinfo, err = w.cutover(ctx, tinfo, st); err != nil {
 			return nil, err
 		}
 	}

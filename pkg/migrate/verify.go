@@ -243,13 +243,9 @@ func cmpUint(a, b uint64) int {
 	return 0
 }
 
-// fillGaps reads from the leader every sequence of first..last that is not
-// deleted and not in hs, when hs holds fewer than msgs of them.
-func fillGaps(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, first, last, msgs uint64, deleted map[uint64]bool) ([]msgHash, error) {
-	return fillGapsWith(ctx, js, stream, hs, first, last, msgs, deleted, timedHash)
-}
-
-// fillGapsWith is fillGaps with the hash function given.
+// fillGapsWith reads from the leader every sequence of first..last that
+// is not deleted and not in hs, when hs holds fewer than msgs of them,
+// hashing with hash.
 func fillGapsWith(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, first, last, msgs uint64, deleted map[uint64]bool, hash func(*envelope.Message) uint64) ([]msgHash, error) {
 	if _, n := digest(hs, first, deleted); n >= msgs || msgs == 0 {
 		return hs, nil
