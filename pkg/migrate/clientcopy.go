@@ -447,52 +447,8 @@ func (p *pipe) drain(ctx context.Context, failed bool) error {
 // verifies it, seats the consumers on the target (paused) and gives the
 // target its final config. It returns the target's info.
 func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
-	var err error
-	if st.Phase == phaseCopying {
-		cs, err := durables(ctx, m.src.JS, m.srcName)
-		if err != nil {
-			return nil, err
-		}
-		st.Consumers = st.Consumers[:0]
-		for _, ci := range cs {
-			st.Consumers = append(st.Consumers, savedConsumer{Config: ci.Config, Paused: ci.Paused})
-		}
-		st.Phase = phaseCutover
-		st.OutageStart = time.Now().UTC()
-		if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
-			return nil, err
-		}
-	}
-	outageStart := time.Now()
-	for _, c := range st.Consumers {
-		if _, err := m.src.JS.PauseConsumer(ctx, m.srcName, c.Config.Name, time.Now().Add(pauseFor)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil, fmt.Errorf("pausing %q on %q: %w", c.Config.Name, m.srcName, err)
-		}
-	}
-	sinfo, err := streamInfo(ctx, m.src.JS, m.srcName)
+	tinfo, outageStart, err := m.hold(ctx, tinfo, st)
 	if err != nil {
-		return nil, err
-	}
-	placeholder := []string{PlaceholderSubject(m.srcName)}
-	if !slices.Equal(sinfo.Config.Subjects, placeholder) {
-		c := sinfo.Config
-		c.Subjects = placeholder
-		if _, err := updateStream(ctx, m.src.JS, c); err != nil {
-			return nil, err
-		}
-	}
-	m.at("held")
-	for i, c := range st.Consumers {
-		ci, err := consumerInfo(ctx, m.src.JS, m.srcName, c.Config.Name)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		st.Consumers[i].AckFloor, st.Consumers[i].Delivered, st.Consumers[i].Pending = ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumAckPending
-	}
-	if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
 		return nil, err
 	}
 	giveBack := func(err error) error {

@@ -29,67 +29,13 @@ const pauseFor = 7 * 24 * time.Hour
 // the source holds, verifies it, re-seats the consumers on the target
 // (paused) and promotes the target. It returns the target's info.
 func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
-	var err error
-	if st.Phase == phaseCopying {
-		// 1. Keep what the consumers were before touching them.
-		cs, err := durables(ctx, m.src.JS, m.srcName)
-		if err != nil {
-			return nil, err
-		}
-		held := m.heldFlags(ctx)
-		st.Consumers = st.Consumers[:0]
-		for _, ci := range cs {
-			paused := ci.Paused
-			if p, ok := held[ci.Name]; ok {
-				paused = p
-			}
-			st.Consumers = append(st.Consumers, savedConsumer{Config: ci.Config, Paused: paused})
-		}
-		st.Phase = phaseCutover
-		st.OutageStart = time.Now().UTC()
-		if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
-			return nil, err
-		}
-	}
-	outageStart := time.Now()
-	log := logctx.From(ctx)
-	step := func(what string) {
-		log.Debug("cutover", "stream", m.srcName, "step", what, "since_start", time.Since(outageStart))
-	}
-	// 2. Pause the consumers, take the subjects off the source: the
-	// write outage starts.
-	for _, c := range st.Consumers {
-		if _, err := m.src.JS.PauseConsumer(ctx, m.srcName, c.Config.Name, time.Now().Add(pauseFor)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return nil, fmt.Errorf("pausing %q on %q: %w", c.Config.Name, m.srcName, err)
-		}
-	}
-	sinfo, err := streamInfo(ctx, m.src.JS, m.srcName)
+	tinfo, outageStart, err := m.hold(ctx, tinfo, st)
 	if err != nil {
 		return nil, err
 	}
-	placeholder := []string{PlaceholderSubject(m.srcName)}
-	if !slices.Equal(sinfo.Config.Subjects, placeholder) {
-		c := sinfo.Config
-		c.Subjects = placeholder
-		if _, err := updateStream(ctx, m.src.JS, c); err != nil {
-			return nil, err
-		}
-	}
-	step("subjects held")
-	m.at("held")
-	// 3. Where each consumer is, now that nothing is delivered.
-	for i, c := range st.Consumers {
-		ci, err := consumerInfo(ctx, m.src.JS, m.srcName, c.Config.Name)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			continue // deleted meanwhile; it is not recreated
-		}
-		if err != nil {
-			return nil, err
-		}
-		st.Consumers[i].AckFloor, st.Consumers[i].Delivered, st.Consumers[i].Pending = ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumAckPending
-	}
-	if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
-		return nil, err
+	log := logctx.From(ctx)
+	step := func(what string) {
+		log.Debug("cutover", "stream", m.srcName, "step", what, "since_start", time.Since(outageStart))
 	}
 	step("positions saved")
 	// 4. The last messages, the deletions, the comparison.
@@ -143,6 +89,71 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 		m.sum.WriteOutage = since(outageStart)
 	}
 	return tinfo, nil
+}
+
+// hold keeps the consumers as they are in the state, pauses them, takes
+// the subjects off the source (the write outage starts, at the time it
+// returns) and saves where each consumer is, now that nothing is
+// delivered.
+func (m *mover) hold(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, time.Time, error) {
+	var err error
+	if st.Phase == phaseCopying {
+		// 1. Keep what the consumers were before touching them.
+		cs, err := durables(ctx, m.src.JS, m.srcName)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		held := m.heldFlags(ctx)
+		st.Consumers = st.Consumers[:0]
+		for _, ci := range cs {
+			paused := ci.Paused
+			if p, ok := held[ci.Name]; ok {
+				paused = p
+			}
+			st.Consumers = append(st.Consumers, savedConsumer{Config: ci.Config, Paused: paused})
+		}
+		st.Phase = phaseCutover
+		st.OutageStart = time.Now().UTC()
+		if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	outageStart := time.Now()
+	// 2. Pause the consumers, take the subjects off the source: the
+	// write outage starts.
+	for _, c := range st.Consumers {
+		if _, err := m.src.JS.PauseConsumer(ctx, m.srcName, c.Config.Name, time.Now().Add(pauseFor)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return nil, outageStart, fmt.Errorf("pausing %q on %q: %w", c.Config.Name, m.srcName, err)
+		}
+	}
+	sinfo, err := streamInfo(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil, outageStart, err
+	}
+	placeholder := []string{PlaceholderSubject(m.srcName)}
+	if !slices.Equal(sinfo.Config.Subjects, placeholder) {
+		c := sinfo.Config
+		c.Subjects = placeholder
+		if _, err := updateStream(ctx, m.src.JS, c); err != nil {
+			return nil, outageStart, err
+		}
+	}
+	m.at("held")
+	// 3. Where each consumer is, now that nothing is delivered.
+	for i, c := range st.Consumers {
+		ci, err := consumerInfo(ctx, m.src.JS, m.srcName, c.Config.Name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue // deleted meanwhile; it is not recreated
+		}
+		if err != nil {
+			return nil, outageStart, err
+		}
+		st.Consumers[i].AckFloor, st.Consumers[i].Delivered, st.Consumers[i].Pending = ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumAckPending
+	}
+	if tinfo, err = saveState(ctx, m.dst.JS, tinfo, st); err != nil {
+		return nil, outageStart, err
+	}
+	return tinfo, outageStart, nil
 }
 
 // heldFlags returns the consumers' own pause flags kept by a first hop on
