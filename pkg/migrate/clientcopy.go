@@ -170,24 +170,13 @@ func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 					srcHs = append(srcHs, h)
 				}
 			}
-			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
-			m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
-			src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
-			if err != nil {
+			if err := m.accept(ctx, srcHs, dstHs, to); err != nil {
 				return err
 			}
-			m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
-			m.verified = to
 		}
-		logctx.From(ctx).Debug("copy round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)
-		if !m.cfg.Cutover || round >= maxLiveRounds {
-			return nil
-		}
-		if si, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
+		var again bool
+		if si, again, err = m.anotherRound(ctx, si, round); err != nil || !again {
 			return err
-		}
-		if si.State.LastSeq <= m.verified+shortTail {
-			return nil
 		}
 	}
 }

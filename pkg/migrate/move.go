@@ -430,27 +430,46 @@ func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) err
 			}
 		}
 		if to >= from {
-			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
-			m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
-			src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
-			if err != nil {
+			if err := m.accept(ctx, srcHs, dstHs, to); err != nil {
 				return err
 			}
-			m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
-			m.verified = to
 		}
-		logctx.From(ctx).Debug("live round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)
-		if !m.cfg.Cutover || round >= maxLiveRounds {
-			return nil
-		}
+		var again bool
 		var err error
-		if si, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
+		if si, again, err = m.anotherRound(ctx, si, round); err != nil || !again {
 			return err
 		}
-		if si.State.LastSeq <= m.verified+shortTail {
-			return nil
-		}
 	}
+}
+
+// accept compares the hashes of a live round (the source's against the
+// target's, read up to seq to), keeps them for the final digest and marks
+// the range verified.
+func (m *mover) accept(ctx context.Context, srcHs, dstHs []msgHash, to uint64) error {
+	srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+	m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
+	src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
+	if err != nil {
+		return err
+	}
+	m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
+	m.verified = to
+	return nil
+}
+
+// anotherRound says whether a live round should follow round: only before
+// a cutover, while the source's unverified tail is long, for at most
+// maxLiveRounds rounds. It returns the source's info it looked at.
+func (m *mover) anotherRound(ctx context.Context, si *jetstream.StreamInfo, round int) (*jetstream.StreamInfo, bool, error) {
+	logctx.From(ctx).Debug("live round", "stream", m.srcName, "round", round, "verified", m.verified, "source_last", si.State.LastSeq)
+	if !m.cfg.Cutover || round >= maxLiveRounds {
+		return si, false, nil
+	}
+	si, err := streamInfo(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil, false, err
+	}
+	return si, si.State.LastSeq > m.verified+shortTail, nil
 }
 
 // A cutover starts once the unverified tail is at most shortTail messages
