@@ -56,6 +56,9 @@ var (
 	errGap = errors.New("messages missed")
 	// errRestart asks a read to recreate its consumer.
 	errRestart = errors.New("consumer lost")
+	// restartGrace is how long a lost consumer waits for the disconnect
+	// that would make it a server restart.
+	restartGrace = 200 * time.Millisecond
 	// errReconnected is a reconnect, after which pulls may be lost.
 	errReconnected = errors.New("reconnected")
 )
@@ -209,6 +212,8 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 	// missed: after one, pull requests may be lost and the consumer gone.
 	reconnected := nc.StatusChanged(nats.CONNECTED)
 	defer nc.RemoveStatusListener(reconnected)
+	disconnected := nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
+	defer nc.RemoveStatusListener(disconnected)
 	reconnects := nc.Stats().Reconnects
 	cons, err := stream.CreateConsumer(ctx, p.Consumer)
 	if err != nil {
@@ -390,8 +395,18 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 			// A consumer lost across a reconnect (a 503 after a server
 			// restart) is the reconnect: the status listener may not
 			// have been told yet, but the counter already moved.
-			if errors.Is(err, errRestart) && nc.Stats().Reconnects > reconnects {
-				return errReconnected
+			if errors.Is(err, errRestart) {
+				if nc.Stats().Reconnects > reconnects || !nc.IsConnected() {
+					return errReconnected
+				}
+				// A server shutting down says so (409) before it closes
+				// the connection: a disconnect within a moment makes
+				// this the restart it is.
+				select {
+				case <-disconnected:
+					return errReconnected
+				case <-time.After(restartGrace):
+				}
 			}
 			return err
 		case <-ctx.Done():
