@@ -440,48 +440,14 @@ func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st
 	if err != nil {
 		return nil, err
 	}
-	giveBack := func(err error) error {
-		if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
-			return fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
-		}
-		return err
-	}
 	sfinal, deleted, err := m.copySettle(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := m.verifyCopy(ctx, sfinal, deleted); err != nil {
-		return nil, giveBack(err)
+		return nil, m.giveBack(ctx, st, err)
 	}
-	if tinfo, err = streamInfo(ctx, m.dst.JS, m.dstName); err != nil {
-		return nil, err
-	}
-	for _, c := range st.Consumers {
-		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
-			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", giveBack(err))
-		}
-	}
-	m.at("seated")
-	// The final config: the subjects, limits and retention; the state
-	// stays until finish.
-	st.Phase = phasePromoted
-	final := st.Final
-	final.Sealed = false // sealing, if declared, comes last
-	final.MirrorDirect = false
-	final, err = withState(final, st)
-	if err != nil {
-		return nil, err
-	}
-	if tinfo, err = updateStream(ctx, m.dst.JS, final); err != nil {
-		return nil, fmt.Errorf("promoting %q: %w", m.dstName, err)
-	}
-	m.at("promoted")
-	if !st.OutageStart.IsZero() && m.sum.Resumed {
-		m.sum.WriteOutage = time.Since(st.OutageStart).Round(time.Microsecond)
-	} else {
-		m.sum.WriteOutage = since(outageStart)
-	}
-	return tinfo, nil
+	return m.seatAndPromote(ctx, st, outageStart)
 }
 
 // copySettle copies the frozen source's tail (its trailing gaps as

@@ -45,36 +45,43 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	}
 	step("settled")
 	if err := m.verifyFinal(ctx, sfinal, deleted); err != nil {
-		if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
-			return nil, fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
-		}
-		return nil, err
+		return nil, m.giveBack(ctx, st, err)
 	}
 	step("verified")
-	// 5. The consumers, paused, on the target.
-	tinfo, err = streamInfo(ctx, m.dst.JS, m.dstName)
+	return m.seatAndPromote(ctx, st, outageStart)
+}
+
+// giveBack gives the source its subjects and consumers back after err
+// (abandon), and returns err, saying so if that failed too.
+func (m *mover) giveBack(ctx context.Context, st *state, err error) error {
+	if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
+		return fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
+	}
+	return err
+}
+
+// seatAndPromote ends a verified cutover: the consumers are created on the
+// target, paused, at their positions; then the target gets its final
+// config and the subjects (the outage that began at outageStart ends).
+// It returns the target's info.
+func (m *mover) seatAndPromote(ctx context.Context, st *state, outageStart time.Time) (*jetstream.StreamInfo, error) {
+	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range st.Consumers {
 		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
-			if aerr := m.abandon(context.WithoutCancel(ctx), st); aerr != nil {
-				return nil, fmt.Errorf("%w; giving the source back also failed: %v", err, aerr)
-			}
-			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", err)
+			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", m.giveBack(ctx, st, err))
 		}
 	}
-	step("consumers seated")
 	m.at("seated")
-	// 6. Promote: the target takes the subjects; the outage ends.
+	// The target takes the subjects (a mirror's is removed); the state
+	// stays until finish.
 	st.Phase = phasePromoted
 	final := st.Final
 	final.Mirror = nil
 	final.Sealed = false // sealing, if declared, comes last
 	final.MirrorDirect = false
-	if final.Metadata == nil {
-		final.Metadata = map[string]string{}
-	}
 	final, err = withState(final, st)
 	if err != nil {
 		return nil, err
