@@ -2,16 +2,13 @@ package dlq
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
-	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/cmd/lease"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 )
 
@@ -53,19 +50,6 @@ holds the lease and changes nothing. No lease is no error (exit 0).`,
 	return cmd
 }
 
-// unlockRecord is what unlock prints.
-type unlockRecord struct {
-	Key     string `json:"key"`
-	Holder  string `json:"holder"`
-	PID     int    `json:"pid"`
-	Since   string `json:"since"`
-	Renewed string `json:"renewed"`
-	TTL     string `json:"ttl"`
-	// State: held, expired, or holder_gone (same host, process gone).
-	State  string `json:"state"`
-	Action string `json:"action"`
-}
-
 func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error {
 	switch {
 	case o.stream == "" && o.dlqStream == "":
@@ -100,37 +84,5 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 		}
 		key = pkgdlq.SweepLockKey(o.stream)
 	}
-	lease, err := pkgdlq.GetLease(ctx, js, key)
-	if errors.Is(err, pkgdlq.ErrNoLease) {
-		fmt.Fprintf(f.IO.ErrOut, "jetctl: nobody holds lease %s; nothing to unlock\n", key)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	rec := unlockRecord{Key: key, Holder: lease.Holder, PID: lease.PID, Since: lease.Since.UTC().Format(time.RFC3339),
-		Renewed: lease.Renewed.UTC().Format(time.RFC3339), TTL: lease.TTL.String(), State: "held", Action: "would unlock"}
-	switch {
-	case lease.HolderGone():
-		rec.State = "holder_gone"
-	case lease.Expired(time.Now()):
-		rec.State = "expired"
-	}
-	if !o.dryRun {
-		if !o.yes {
-			question := fmt.Sprintf("Remove lease %s held by %s (%s)?", key, lease.Describe(), strings.ReplaceAll(rec.State, "_", " "))
-			if !f.IO.Confirm(question, factory.AcceptYes) {
-				return exitcode.UsageErrorf("cancelled; nothing was changed")
-			}
-		}
-		if err := pkgdlq.Unlock(ctx, js, lease); err != nil {
-			return err
-		}
-		rec.Action = "unlocked"
-	}
-	return p.Print(rec, func() []output.Table {
-		t := output.Table{Header: []string{"lease", "holder", "pid", "since", "renewed", "ttl", "state", "action"}}
-		t.Row(rec.Key, rec.Holder, rec.PID, rec.Since, rec.Renewed, rec.TTL, strings.ReplaceAll(rec.State, "_", " "), rec.Action)
-		return []output.Table{t}
-	})
+	return lease.Unlock(ctx, f, p, js, key, o.dryRun, o.yes)
 }

@@ -2,16 +2,12 @@ package migrate
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
-	"github.com/jetctl/jetctl/cmd/output"
-	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/cmd/lease"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
 )
@@ -47,14 +43,6 @@ the lease and changes nothing. No lease is no error (exit 0).`,
 	return cmd
 }
 
-type unlockRecord struct {
-	Key    string `json:"key"`
-	Holder string `json:"holder"`
-	PID    int    `json:"pid"`
-	Since  string `json:"since"`
-	Action string `json:"action"`
-}
-
 func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error {
 	if o.stream == "" {
 		return exitcode.UsageErrorf("--stream is required")
@@ -73,28 +61,5 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 	if err != nil {
 		return err
 	}
-	key := pkgmigrate.LockKey(o.stream)
-	lease, err := pkgdlq.GetLease(ctx, js, key)
-	if errors.Is(err, pkgdlq.ErrNoLease) {
-		fmt.Fprintf(f.IO.ErrOut, "jetctl: nobody holds lease %s; nothing to unlock\n", key)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	rec := unlockRecord{Key: key, Holder: lease.Holder, PID: lease.PID, Since: lease.Since.UTC().Format(time.RFC3339), Action: "would unlock"}
-	if !o.dryRun {
-		if !o.yes && !f.IO.Confirm(fmt.Sprintf("Remove lease %s held by %s?", key, lease.Describe()), factory.AcceptYes) {
-			return exitcode.UsageErrorf("cancelled; nothing was changed")
-		}
-		if err := pkgdlq.Unlock(ctx, js, lease); err != nil {
-			return err
-		}
-		rec.Action = "unlocked"
-	}
-	return p.Print(rec, func() []output.Table {
-		t := output.Table{Header: []string{"lease", "holder", "pid", "since", "action"}}
-		t.Row(rec.Key, rec.Holder, rec.PID, rec.Since, rec.Action)
-		return []output.Table{t}
-	})
+	return lease.Unlock(ctx, f, p, js, pkgmigrate.LockKey(o.stream), o.dryRun, o.yes)
 }

@@ -1,0 +1,70 @@
+// Package lease is the part `jetctl dlq unlock` and `jetctl migrate
+// unlock` share: showing who holds a lease of jetctl's lease bucket and
+// removing it.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/cmd/exitcode"
+	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+)
+
+// Record is what an unlock prints.
+type Record struct {
+	Key     string `json:"key"`
+	Holder  string `json:"holder"`
+	PID     int    `json:"pid"`
+	Since   string `json:"since"`
+	Renewed string `json:"renewed"`
+	TTL     string `json:"ttl"`
+	// State: held, expired, or holder_gone (same host, process gone).
+	State  string `json:"state"`
+	Action string `json:"action"`
+}
+
+// Unlock shows who holds the lease key and, unless dryRun, removes it,
+// asking first unless yes. No lease is no error: it says so on stderr.
+func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, key string, dryRun, yes bool) error {
+	lease, err := pkgdlq.GetLease(ctx, js, key)
+	if errors.Is(err, pkgdlq.ErrNoLease) {
+		fmt.Fprintf(f.IO.ErrOut, "jetctl: nobody holds lease %s; nothing to unlock\n", key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rec := Record{Key: key, Holder: lease.Holder, PID: lease.PID, Since: lease.Since.UTC().Format(time.RFC3339),
+		Renewed: lease.Renewed.UTC().Format(time.RFC3339), TTL: lease.TTL.String(), State: "held", Action: "would unlock"}
+	switch {
+	case lease.HolderGone():
+		rec.State = "holder_gone"
+	case lease.Expired(time.Now()):
+		rec.State = "expired"
+	}
+	if !dryRun {
+		if !yes {
+			question := fmt.Sprintf("Remove lease %s held by %s (%s)?", key, lease.Describe(), strings.ReplaceAll(rec.State, "_", " "))
+			if !f.IO.Confirm(question, factory.AcceptYes) {
+				return exitcode.UsageErrorf("cancelled; nothing was changed")
+			}
+		}
+		if err := pkgdlq.Unlock(ctx, js, lease); err != nil {
+			return err
+		}
+		rec.Action = "unlocked"
+	}
+	return p.Print(rec, func() []output.Table {
+		t := output.Table{Header: []string{"lease", "holder", "pid", "since", "renewed", "ttl", "state", "action"}}
+		t.Row(rec.Key, rec.Holder, rec.PID, rec.Since, rec.Renewed, rec.TTL, strings.ReplaceAll(rec.State, "_", " "), rec.Action)
+		return []output.Table{t}
+	})
+}
