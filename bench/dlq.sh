@@ -7,8 +7,12 @@
 #     publish the copy and wait for its ack, delete the source);
 #   - the ceiling: bench/dlqprobe measures pipelined STREAM.MSG.GET,
 #     STREAM.MSG.DELETE (256 requests in flight) and async publishes on the
-#     same server; a sweep costs one of each per message, so it cannot go
+#     same server; a sweep that gets and deletes each message cannot go
 #     faster than 1/(1/get + 1/pub + 1/delete);
+#   - the head-run ceiling: the probe's batched DIRECT.GET rate (rows of 64,
+#     4 in flight) and its publish rate, 1/(1/direct + 1/pub): a sweep of
+#     the head of a stream with allow_direct reads rows that way and
+#     removes them with one purge per run;
 #   - peak RSS of a sweep of RSS_MSGS dead messages;
 #   - `jetctl dlq redrive --rate`: the rate kept against the rate asked,
 #     and an unpaced redrive against the same ceiling.
@@ -18,6 +22,12 @@
 #   bench/dlq.sh                              # 20,000 messages of 128 B
 #   MSGS=5000 RSS_MSGS=20000 bench/dlq.sh
 #   PROFILE=1 bench/dlq.sh                    # CPU profiles of the sweep and the server
+#
+# Three streams are swept, each with MSGS dead messages: JOBS (allow_direct,
+# natscli's default, the dead messages at the head: the targets are
+# checked on it), JOBSLEADER (the same without allow_direct, nats.go's
+# default) and JOBSMIXED (allow_direct, a live message after each dead one,
+# which must stay: the per-message path).
 #
 # Targets (issue 15): sweep >= 10x the loop, >= 70% of the ceiling, peak
 # RSS < 64 MiB at 100,000 messages, redrive within 5% of --rate. If
@@ -78,25 +88,43 @@ get=$(sed -n 's/^get //p' "$OUT/probe.out")
 pub=$(sed -n 's/^pub //p' "$OUT/probe.out")
 del=$(sed -n 's/^delete //p' "$OUT/probe.out")
 ceiling=$(sed -n 's/^ceiling //p' "$OUT/probe.out")
+direct=$(sed -n 's/^direct //p' "$OUT/probe.out")
+headceiling=$(sed -n 's/^headceiling //p' "$OUT/probe.out")
 
-note "filling JOBS with $MSGS dead messages"
-"$PROBE" stream JOBS
-q "$JETCTL" dlq setup --stream JOBS --consumer worker
-"$PROBE" fill JOBS -n "$MSGS" -size "$SIZE"
+# sweep_case STREAM DIRECT LIVE: a workqueue stream STREAM (with
+# allow_direct if DIRECT is set) filled with MSGS dead messages (each
+# followed by a live one if LIVE is set), swept; sets SWEEP_S, SWEEP_RATE,
+# MOVED and LEFT.
+sweep_case() {
+	local stream=$1 direct=$2 live=$3 t0 t1
+	note "filling $stream with $MSGS dead messages${direct:+ (allow_direct)}${live:+, a live message after each}"
+	"$PROBE" stream "$stream" ${direct:+-allow-direct}
+	q "$JETCTL" dlq setup --stream "$stream" --consumer worker
+	"$PROBE" fill "$stream" -n "$MSGS" -size "$SIZE" ${live:+-live}
+	note "jetctl dlq sweep of $MSGS messages from $stream"
+	t0=$(now)
+	if [[ $PROFILE == 1 && $stream == JOBS ]]; then
+		JETCTL_CPUPROFILE=$OUT/sweep.prof "$JETCTL" dlq sweep --stream "$stream" >/dev/null 2>"$OUT/sweep.err" </dev/null
+	else
+		"$JETCTL" dlq sweep --stream "$stream" >/dev/null 2>"$OUT/sweep.err" </dev/null
+	fi
+	t1=$(now)
+	SWEEP_S=$(elapsed "$t0" "$t1")
+	note "$(cat "$OUT/sweep.err")"
+	MOVED=$(count "DLQ_$stream")
+	LEFT=$(count "$stream")
+	SWEEP_RATE=$(calc "\"%.0f\", $MSGS / $SWEEP_S")
+}
 
-note "jetctl dlq sweep of $MSGS messages"
-t0=$(now)
-if [[ $PROFILE == 1 ]]; then
-	JETCTL_CPUPROFILE=$OUT/sweep.prof "$JETCTL" dlq sweep --stream JOBS >/dev/null 2>"$OUT/sweep.err" </dev/null
-else
-	"$JETCTL" dlq sweep --stream JOBS >/dev/null 2>"$OUT/sweep.err" </dev/null
-fi
-t1=$(now)
-sweep_s=$(elapsed "$t0" "$t1")
-note "$(cat "$OUT/sweep.err")"
-moved=$(count DLQ_JOBS)
-left=$(count JOBS)
-sweep_rate=$(calc "\"%.0f\", $MSGS / $sweep_s")
+# The case the targets are for: dead messages at the head of a stream made
+# the way natscli makes one (allow_direct); then the same without
+# allow_direct (nats.go's default), and with live messages in between.
+sweep_case JOBS 1 ''
+sweep_s=$SWEEP_S sweep_rate=$SWEEP_RATE moved=$MOVED left=$LEFT
+sweep_case JOBSLEADER '' ''
+leader_s=$SWEEP_S leader_rate=$SWEEP_RATE leader_moved=$MOVED leader_left=$LEFT
+sweep_case JOBSMIXED 1 1
+mixed_s=$SWEEP_S mixed_rate=$SWEEP_RATE mixed_moved=$MOVED mixed_left=$LEFT
 
 note "sequential nats.go loop over $LOOP_MSGS messages"
 "$LOOP" -n "$LOOP_MSGS" -size "$SIZE" >"$OUT/loop.out"
@@ -147,6 +175,10 @@ rss_moved=$(count DLQ_JOBS)
 
 ratio_loop=$(calc "\"%.1f\", $sweep_rate / $loop_rate")
 ratio_ceiling=$(calc "\"%.0f\", $sweep_rate / $ceiling * 100")
+ratio_head=$(calc "\"%.0f\", $sweep_rate / $headceiling * 100")
+ratio_leader=$(calc "\"%.1f\", $leader_rate / $loop_rate")
+ratio_mixed=$(calc "\"%.1f\", $mixed_rate / $loop_rate")
+ratio_mixed_ceiling=$(calc "\"%.0f\", $mixed_rate / $ceiling * 100")
 ratio_red2=$(calc "\"%.0f\", $red2_rate / $ceiling * 100")
 
 printf '\n# bench/dlq.sh, %s, %s CPUs; %s messages of %s B, workqueue stream\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(nproc)" "$MSGS" "$SIZE"
@@ -155,9 +187,15 @@ printf '%-64s %12s\n' "probe: STREAM.MSG.GET, 256 in flight" "$get"
 printf '%-64s %12s\n' "probe: async publish, 256 in flight" "$pub"
 printf '%-64s %12s\n' "probe: STREAM.MSG.DELETE, 256 in flight" "$del"
 printf '%-64s %12s\n' "ceiling 1/(1/get + 1/pub + 1/delete)" "$ceiling"
+printf '%-64s %12s\n' "probe: DIRECT.GET batches of 64, 4 in flight" "$direct"
+printf '%-64s %12s\n' "head-run ceiling 1/(1/direct + 1/pub) (one purge per row)" "$headceiling"
 printf '%-64s %12s\n' "sequential nats.go loop ($LOOP_MSGS msgs, in-process)" "$loop_rate"
-printf '%-64s %12s %10s\n' "jetctl dlq sweep ($MSGS msgs: moved $moved, left $left; ${sweep_s}s)" "$sweep_rate" "${ratio_loop}x"
+printf '%-64s %12s %10s\n' "jetctl dlq sweep, allow_direct ($MSGS msgs: moved $moved, left $left; ${sweep_s}s)" "$sweep_rate" "${ratio_loop}x"
 printf '%-64s %12s %10s\n' "sweep / ceiling (target >= 70%)" "" "${ratio_ceiling}%"
+printf '%-64s %12s %10s\n' "sweep / head-run ceiling" "" "${ratio_head}%"
+printf '%-64s %12s %10s\n' "sweep, no allow_direct (moved $leader_moved, left $leader_left; ${leader_s}s)" "$leader_rate" "${ratio_leader}x"
+printf '%-64s %12s %10s\n' "sweep, a live msg after each (moved $mixed_moved, left $mixed_left; ${mixed_s}s)" "$mixed_rate" "${ratio_mixed}x"
+printf '%-64s %12s %10s\n' "sweep, a live msg after each / ceiling" "" "${ratio_mixed_ceiling}%"
 [[ -z $cli_line ]] || printf '%s\n' "$cli_line"
 printf '%-64s %12s %10s\n' "jetctl dlq redrive --rate $RATE/s ($REDRIVE_MSGS msgs, ${red_s}s)" "$red_rate" "${red_dev}%"
 printf '%-64s %12s %10s\n' "jetctl dlq redrive, unpaced ($rest msgs) / ceiling" "$red2_rate" "${ratio_red2}%"
@@ -166,6 +204,8 @@ printf '%-64s %12s %10s\n' "jetctl dlq sweep of $RSS_MSGS msgs (moved $rss_moved
 
 status=0
 [[ $moved == "$MSGS" && $left == 0 ]] || { note "sweep moved $moved of $MSGS (left $left)"; status=1; }
+[[ $leader_moved == "$MSGS" && $leader_left == 0 ]] || { note "sweep (no allow_direct) moved $leader_moved of $MSGS (left $leader_left)"; status=1; }
+[[ $mixed_moved == "$MSGS" && $mixed_left == "$MSGS" ]] || { note "sweep (live messages) moved $mixed_moved of $MSGS (left $mixed_left, of them $MSGS live)"; status=1; }
 [[ $rss_moved == "$RSS_MSGS" ]] || { note "the RSS sweep moved $rss_moved of $RSS_MSGS"; status=1; }
 calc "\"%d\", !($ratio_loop >= 10)" | grep -q 0 || { note "target missed: sweep ${ratio_loop}x the loop (target >= 10x)"; status=1; }
 calc "\"%d\", !($ratio_ceiling >= 70)" | grep -q 0 || { note "target missed: sweep ${ratio_ceiling}% of the ceiling (target >= 70%)"; status=1; }

@@ -8,16 +8,23 @@
 // each with STREAM.MSG.DELETE, both with -window requests in flight on
 // one reply subscription: the pipelined primitives a sweep is made of. It
 // prints their rates and the ceiling of a sweep, one message costing a
-// get, a publish and a delete: 1/(1/get + 1/pub + 1/delete).
+// get, a publish and a delete: 1/(1/get + 1/pub + 1/delete). It also reads
+// the messages with batched DIRECT.GET (64 a batch, 4 batches in flight,
+// as the sweep does for dead messages in a row at the head of a stream that
+// allows direct gets, which it then removes with one purge), and prints
+// that rate and the ceiling of such a sweep: 1/(1/direct + 1/pub).
 //
-//	dlqprobe stream JOBS
-//	dlqprobe fill JOBS -n 20000 -size 128
+//	dlqprobe stream JOBS [-allow-direct]
+//	dlqprobe fill JOBS -n 20000 -size 128 [-live]
 //
 // stream creates the workqueue stream JOBS on jobs.> with a consumer
-// worker (MaxDeliver 1); fill publishes n messages to it and, for each, the
-// MAX_DELIVERIES advisory the server would send when worker gives up on it
-// (into the capture stream that jetctl dlq setup made): dead messages
-// without a worker.
+// worker (MaxDeliver 1), with allow_direct if asked (natscli's nats stream
+// add sets it by default, nats.go's CreateStream does not); fill publishes
+// n messages to it and, for each, the MAX_DELIVERIES advisory the server
+// would send when worker gives up on it (into the capture stream that
+// jetctl dlq setup made): dead messages without a worker. With -live a
+// message without an advisory (still to be processed) follows each dead
+// one.
 package main
 
 import (
@@ -44,6 +51,8 @@ func main() {
 	n := fs.Int("n", 20000, "messages")
 	size := fs.Int("size", 128, "payload size in bytes")
 	window := fs.Int("window", 256, "requests or publishes in flight")
+	direct := fs.Bool("allow-direct", false, "stream: create it with allow_direct (as natscli's nats stream add does by default)")
+	live := fs.Bool("live", false, "fill: a live message after each dead one")
 	var stream string
 	if cmd != "probe" {
 		if len(args) == 0 {
@@ -67,12 +76,12 @@ func main() {
 		check(probe(ctx, nc, js, *n, *size, *window))
 	case "stream":
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{strings.ToLower(stream) + ".>"},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage})
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, AllowDirect: *direct})
 		check(err)
 		_, err = js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1})
 		check(err)
 	case "fill":
-		check(fill(ctx, js, stream, *n, *size))
+		check(fill(ctx, js, stream, *n, *size, *live))
 	default:
 		usage()
 	}
@@ -107,7 +116,7 @@ func publishAll(js jetstream.JetStream, n int, msg func(i int) *nats.Msg) error 
 	return nil
 }
 
-func fill(ctx context.Context, js jetstream.JetStream, stream string, n, size int) error {
+func fill(ctx context.Context, js jetstream.JetStream, stream string, n, size int, live bool) error {
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
 		return err
@@ -115,13 +124,22 @@ func fill(ctx context.Context, js jetstream.JetStream, stream string, n, size in
 	first := st.CachedInfo().State.LastSeq + 1
 	subject := strings.ToLower(stream) + ".run"
 	payload := bytes.Repeat([]byte("x"), size)
-	if err := publishAll(js, n, func(int) *nats.Msg { return &nats.Msg{Subject: subject, Data: payload} }); err != nil {
+	step := 1
+	if live {
+		step = 2
+	}
+	if err := publishAll(js, n*step, func(i int) *nats.Msg {
+		if i%step == 1 {
+			return &nats.Msg{Subject: strings.ToLower(stream) + ".live", Data: payload}
+		}
+		return &nats.Msg{Subject: subject, Data: payload}
+	}); err != nil {
 		return err
 	}
 	adv := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + stream + ".worker"
 	return publishAll(js, n, func(i int) *nats.Msg {
 		body, _ := json.Marshal(map[string]any{"type": "io.nats.jetstream.advisory.v1.max_deliver", "stream": stream,
-			"consumer": "worker", "stream_seq": first + uint64(i), "deliveries": 1})
+			"consumer": "worker", "stream_seq": first + uint64(i*step), "deliveries": 1})
 		return &nats.Msg{Subject: adv, Data: body}
 	})
 }
@@ -175,7 +193,7 @@ func pipelined(nc *nats.Conn, subject string, n, window int, body func(i int) []
 
 func probe(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n, size, window int) error {
 	_ = js.DeleteStream(ctx, "PROBE")
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PROBE", Subjects: []string{"probe.>"}, Storage: jetstream.FileStorage})
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PROBE", Subjects: []string{"probe.>"}, Storage: jetstream.FileStorage, AllowDirect: true})
 	if err != nil {
 		return err
 	}
@@ -196,6 +214,10 @@ func probe(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n, size, 
 	if err != nil {
 		return err
 	}
+	direct, err := directBatches(nc, "PROBE", first, n, 64, 4)
+	if err != nil {
+		return err
+	}
 	del, err := pipelined(nc, "$JS.API.STREAM.MSG.DELETE.PROBE", n, window, func(i int) []byte {
 		return fmt.Appendf(nil, `{"seq":%d,"no_erase":true}`, first+uint64(i))
 	})
@@ -205,6 +227,61 @@ func probe(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n, size, 
 	_ = js.DeleteStream(ctx, "PROBE")
 	rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
 	ceiling := 1 / (1/rate(get) + 1/rate(pub) + 1/rate(del))
-	fmt.Printf("get %.0f\npub %.0f\ndelete %.0f\nceiling %.0f\n", rate(get), rate(pub), rate(del), ceiling)
+	head := 1 / (1/rate(direct) + 1/rate(pub))
+	fmt.Printf("get %.0f\npub %.0f\ndelete %.0f\nceiling %.0f\ndirect %.0f\nheadceiling %.0f\n",
+		rate(get), rate(pub), rate(del), ceiling, rate(direct), head)
 	return nil
+}
+
+// directBatches reads n messages of stream from seq first with batched
+// DIRECT.GET requests of batch messages, inFlight batches at a time (each
+// on its own reply subscription), and returns how long it took.
+func directBatches(nc *nats.Conn, stream string, first uint64, n, batch, inFlight int) (time.Duration, error) {
+	next := make(chan uint64, n/batch+1)
+	for s := 0; s < n; s += batch {
+		next <- first + uint64(s)
+	}
+	close(next)
+	var got atomic.Int64
+	errs := make(chan error, inFlight)
+	start := time.Now()
+	for range inFlight {
+		go func() {
+			sub, err := nc.SubscribeSync(nats.NewInbox())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer sub.Unsubscribe()
+			_ = sub.SetPendingLimits(-1, -1)
+			for seq := range next {
+				body := fmt.Appendf(nil, `{"seq":%d,"batch":%d}`, seq, min(batch, n-int(seq-first)))
+				if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, sub.Subject, body); err != nil {
+					errs <- err
+					return
+				}
+				for {
+					m, err := sub.NextMsg(5 * time.Second)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+						break // 204: the end of the batch
+					}
+					got.Add(1)
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range inFlight {
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+	}
+	if g := got.Load(); g != int64(n) {
+		return 0, fmt.Errorf("direct get: %d of %d messages", g, n)
+	}
+	return time.Since(start), nil
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -130,6 +132,20 @@ type item struct {
 	// limit names the limit the copy exceeds, for the record's note;
 	// "" is the server's max_payload.
 	limit string
+	// linked: this dead message is in the head chain (see link), after
+	// the one at sequence after (0: the stream's start). Its get then asks
+	// the leader for the first message after that one, and adjacent says
+	// that nothing else was in the stream between the two.
+	linked   bool
+	after    uint64
+	adjacent bool
+	// rowEnd: the next dead message fed is not the one at the next
+	// sequence on the chain (see prefetch).
+	rowEnd bool
+	// chained: waiting in purgeHead for the head chain to reach it.
+	chained bool
+	// purged: removed from the source by the head run's purge.
+	purged bool
 }
 
 type passKind uint8
@@ -156,7 +172,9 @@ type sweeper struct {
 	start     time.Time
 
 	// Fed by the feeding stage alone.
-	seen     map[MsgKey]*outcome
+	// seen: by stream sequence (every dead message admitted is of the
+	// swept stream), the first item of each dead message.
+	seen     map[uint64]*outcome
 	admitted int
 	// The publish stage's own.
 	stopped bool
@@ -168,6 +186,24 @@ type sweeper struct {
 	// The last stage's own.
 	sum      SweepSummary
 	finished int
+	// headRun: dead messages at the head of the source are removed by
+	// purges (see purgeHead); set when the source allows it, cleared if a
+	// purge fails (each message is then deleted by itself).
+	headRun atomic.Bool
+	// direct: the source answers direct gets, and linked dead messages in
+	// a row are got with batched direct gets (see prefetch).
+	direct bool
+	// chainEnded: purgeHead found the end of the head chain; the batches
+	// fetched after it are not linked.
+	chainEnded atomic.Bool
+	// blockedAt: the lowest sequence a get found not to be the next in the
+	// stream (0: none yet); the chain cannot pass it, so the messages
+	// above it are got by their sequences alone.
+	blockedAt atomic.Uint64
+	// The feeding stage's head chain: linking until a dead message comes
+	// that is not after linkedTo, the last one linked.
+	linking  bool
+	linkedTo uint64
 }
 
 // neededAge is how old the other consumers' ack floors may be when an
@@ -193,7 +229,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 	if err != nil {
 		return nil, err
 	}
-	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now(), seen: map[MsgKey]*outcome{}}
+	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now(), seen: map[uint64]*outcome{}}
 	s.sum = SweepSummary{Stream: cfg.Stream, DLQStream: n.DLQ, Retention: s.retention.String()}
 	if cfg.Scan && s.retention == jetstream.LimitsPolicy {
 		return nil, fmt.Errorf("%w: --scan works on workqueue and interest streams only: stream %q has limits retention, where a message whose advisory was never captured "+
@@ -215,6 +251,11 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 	if err != nil {
 		return nil, err
 	}
+	scfg := src.CachedInfo().Config
+	s.headRun.Store(!cfg.DryRun && !scfg.DenyPurge && !scfg.Sealed &&
+		(s.retention != jetstream.LimitsPolicy || cfg.DeleteSource))
+	s.linking = s.headRun.Load()
+	s.direct = s.linking && scfg.AllowDirect
 
 	if !cfg.DryRun {
 		lock, lerr := AcquireLock(ctx, js, SweepLockKey(cfg.Stream), cfg.LockTTL, "jetctl dlq unlock --stream "+cfg.Stream)
@@ -243,6 +284,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		if scanned, err = s.scan(ctx); err != nil {
 			return &s.sum, err
 		}
+		s.arrange(scanned)
 	}
 	err = s.run(ctx, func(push func(*item) bool) error {
 		for i, it := range scanned {
@@ -327,7 +369,7 @@ func (s *sweeper) admit(data []byte, ack jetstream.Msg) *item {
 // claim records it as the first of its dead message, or points it at the
 // one that came first (false).
 func (s *sweeper) claim(it *item) bool {
-	k := it.adv.Key()
+	k := it.adv.StreamSeq
 	if orig, ok := s.seen[k]; ok {
 		it.orig = orig
 		return false
@@ -364,11 +406,16 @@ func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*it
 			if err != nil {
 				return err
 			}
+			var items []*item
 			for m := range b.Messages() {
 				got++
+				items = append(items, s.admit(m.Data(), m))
+			}
+			s.arrange(items)
+			for _, it := range items {
 				// Interrupted: the rest of the batch stays
 				// unacknowledged, for the next run.
-				if !stopped && !push(s.admit(m.Data(), m)) {
+				if !stopped && !push(it) {
 					stopped = true
 				}
 			}
@@ -479,10 +526,11 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 			}
 		})
 	}()
-	got := ordered(in, pipeDepth, getWorkers, func(it *item) { s.get(ctx, work, it) })
+	got := ordered(s.prefetch(ctx, in), pipeDepth, getWorkers, func(it *item) { s.get(ctx, work, it) })
 	sent := serial(got, pipeDepth, func(it *item) { s.publish(ctx, it) })
 	settled := serial(sent, pipeDepth, func(it *item) { s.settle(work, it) })
-	removed := ordered(settled, pipeDepth, deleteWorkers, func(it *item) { s.remove(ctx, work, it) })
+	headed := s.purgeHead(ctx, work, settled)
+	removed := ordered(headed, pipeDepth, deleteWorkers, func(it *item) { s.remove(ctx, work, it) })
 	for it := range removed {
 		s.finish(it)
 	}
@@ -505,11 +553,10 @@ func (s *sweeper) get(ctx, work context.Context, it *item) {
 	if it.scanned {
 		it.rec.FoundBy = "scan"
 	}
-	var m *envelope.Message
-	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
-		m, err = s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: a.StreamSeq})
-		return err
-	})
+	m, err := it.src, error(nil)
+	if m == nil {
+		m, err = s.getLinked(ctx, work, it)
+	}
 	switch {
 	case errors.Is(err, jsapi.ErrNoMessage):
 		// Gone: moved by an earlier, interrupted sweep, or removed
@@ -531,6 +578,308 @@ func (s *sweeper) get(ctx, work context.Context, it *item) {
 		it.src = m
 		it.rec.Subject, it.rec.Size = m.Subject, len(m.Data)
 	}
+}
+
+// getLinked gets its dead message. For one on the head chain it asks the
+// leader for the first message after the one before it on the chain
+// instead, which is the same get when nothing else is in between and says
+// so (it.adjacent); when something else is, it gets the message by its
+// sequence too.
+func (s *sweeper) getLinked(ctx, work context.Context, it *item) (*envelope.Message, error) {
+	seq := it.adv.StreamSeq
+	get := func(req jsapi.MsgGetRequest) (m *envelope.Message, err error) {
+		err = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+			m, err = s.api.MsgGet(work, s.cfg.Stream, req)
+			return err
+		})
+		return m, err
+	}
+	if b := s.blockedAt.Load(); !it.linked || (b != 0 && b < seq) {
+		return get(jsapi.MsgGetRequest{Seq: seq})
+	}
+	m, err := get(jsapi.MsgGetRequest{Seq: it.after + 1, NextFor: ">"})
+	switch {
+	case errors.Is(err, jsapi.ErrNoMessage) || (err == nil && m.Seq > seq):
+		// Nothing from there on up to it: it is gone.
+		it.adjacent = true
+		return nil, jsapi.ErrNoMessage
+	case err != nil:
+		return nil, err
+	case m.Seq == seq:
+		it.adjacent = true
+		return m, nil
+	}
+	// Another message lies before it: the chain ends here.
+	s.chainEnded.Store(true)
+	for b := s.blockedAt.Load(); (b == 0 || seq < b) && !s.blockedAt.CompareAndSwap(b, seq); b = s.blockedAt.Load() {
+	}
+	return get(jsapi.MsgGetRequest{Seq: seq})
+}
+
+// arrange orders a batch for the pipeline: the ignored advisories first,
+// then the dead messages by stream sequence (a duplicate advisory after the
+// one it repeats), and puts those on the head chain: each one after the one
+// before it, the first one after the last one of the batches before. A
+// dead message not after the chain's last one ends it for the rest of the
+// sweep (the leader would have seen it between two linked ones, so the
+// chain has ended there anyway). Advisories are acknowledged in this
+// order: each once its dead message is done, which keeps the durable's ack
+// floor a checkpoint whatever the order within a batch.
+func (s *sweeper) arrange(items []*item) {
+	slices.SortStableFunc(items, func(a, b *item) int {
+		if ai, bi := a.pass == passIgnored, b.pass == passIgnored; ai != bi {
+			if ai {
+				return -1
+			}
+			return 1
+		}
+		return cmpSeq(a.adv.StreamSeq, b.adv.StreamSeq)
+	})
+	if s.chainEnded.Load() || !s.headRun.Load() {
+		s.linking = false
+	}
+	var last *item
+	for _, it := range items {
+		if it.pass != passNone {
+			continue
+		}
+		if !s.linking || it.adv.StreamSeq <= s.linkedTo {
+			s.linking = false
+			break
+		}
+		it.linked, it.after, s.linkedTo = true, s.linkedTo, it.adv.StreamSeq
+		if last != nil && it.adv.StreamSeq != last.adv.StreamSeq+1 {
+			last.rowEnd = true
+		}
+		last = it
+	}
+	if last != nil {
+		last.rowEnd = true
+	}
+}
+
+func cmpSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// prefetch passes the items of in on in their order. Where the source
+// answers direct gets, it gets linked dead messages that follow each other
+// in the stream (one at sequence N, the next at N+1, nothing in between to
+// ask the leader about) with one batched direct get per row, directWorkers
+// rows at a time, instead of a get each. A message the batch does not
+// return (gone, or not yet on the replica that answered) is left to the
+// get stage, which asks the leader.
+func (s *sweeper) prefetch(ctx context.Context, in <-chan *item) <-chan *item {
+	if !s.direct {
+		return in
+	}
+	rows := make(chan []*item)
+	go func() {
+		defer close(rows)
+		var row []*item
+		send := func() {
+			if len(row) > 0 {
+				rows <- row
+				row = nil
+			}
+		}
+		for it := range in {
+			inRow := it.pass == passNone && it.linked && it.after == it.adv.StreamSeq-1
+			if !inRow || len(row) >= directRow || (len(row) > 0 && row[len(row)-1].adv.StreamSeq != it.after) {
+				send()
+			}
+			row = append(row, it)
+			// A row waits for its next message only where the feeder
+			// said one follows.
+			if !inRow || it.rowEnd {
+				send()
+			}
+		}
+		send()
+	}()
+	getters := make(chan *streamread.DirectGetter, directWorkers)
+	for range directWorkers {
+		getters <- streamread.NewDirectGetter(s.js, s.cfg.Stream)
+	}
+	done := ordered(rows, 1, directWorkers, func(row []*item) {
+		g := <-getters
+		s.getRow(ctx, g, row)
+		getters <- g
+	})
+	out := make(chan *item, pipeDepth)
+	go func() {
+		defer close(out)
+		for row := range done {
+			for _, it := range row {
+				out <- it
+			}
+		}
+		for range directWorkers {
+			(<-getters).Close()
+		}
+	}()
+	return out
+}
+
+// getRow gets a row of linked dead messages that follow each other with
+// one batched direct get; a row of one is left to the get stage.
+func (s *sweeper) getRow(ctx context.Context, g *streamread.DirectGetter, row []*item) {
+	first := row[0].adv.StreamSeq
+	if len(row) < 2 || row[0].pass != passNone || row[0].after != first-1 {
+		return
+	}
+	_ = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+		return g.Get(ctx, jsapi.MsgGetRequest{Seq: first, Batch: len(row)}, func(m *envelope.Message) error {
+			if m.Seq < first || m.Seq-first >= uint64(len(row)) {
+				return streamread.ErrStop
+			}
+			it := row[m.Seq-first]
+			it.src, it.adjacent = m, true
+			return nil
+		})
+	})
+}
+
+// purgeHead passes the items of in on in their order, removing the dead
+// messages at the head of the source with purges instead of a delete each.
+//
+// It follows the head chain (see link): covered is the sequence up to
+// which the stream holds nothing but dead messages that it holds, copied
+// and to be removed (the leader said so as each was got: nothing between
+// it and the one before it on the chain). A dead message that cannot be
+// removed that way (not the next in the stream, kept by the retention
+// policy, not copied) ends the chain there: the chain never passes it, and
+// it and those after it on the chain go to the per-message deletes. Held
+// messages up to covered are removed with one purge below covered+1 when
+// the input pauses (or pipeDepth are held), and passed on.
+func (s *sweeper) purgeHead(ctx, work context.Context, in <-chan *item) <-chan *item {
+	out := make(chan *item, pipeDepth)
+	go func() {
+		defer close(out)
+		var (
+			held    []*item
+			covered uint64
+			purged  uint64               // the purges so far removed everything below it
+			waiting = map[uint64]*item{} // chained, by the sequence before them on the chain
+			ended   = map[uint64]bool{}  // the chain ends at these
+		)
+		// end ends the chain at seq, and at every one waiting behind it.
+		end := func(seq uint64) {
+			s.chainEnded.Store(true)
+			for {
+				ended[seq] = true
+				next, ok := waiting[seq]
+				if !ok {
+					return
+				}
+				delete(waiting, seq)
+				next.chained = false
+				seq = next.adv.StreamSeq
+			}
+		}
+		// flush purges what covered allows and passes on the held items
+		// up to the first one still waiting for the chain (all with all).
+		flush := func(all bool) {
+			present := 0
+			for _, it := range held {
+				if it.pass == passNone && it.src != nil && !it.chained && it.linked && it.adjacent && it.adv.StreamSeq <= covered && covered >= purged {
+					present++
+				}
+			}
+			if present > 0 && s.headRun.Load() {
+				var n uint64
+				err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+					n, err = s.api.PurgeBelow(work, s.cfg.Stream, covered+1)
+					return err
+				})
+				if err != nil {
+					// The deletes after this stage remove them one by one.
+					s.headRun.Store(false)
+				} else {
+					for _, it := range held {
+						if it.pass == passNone && it.src != nil && it.linked && it.adjacent && it.adv.StreamSeq <= covered && it.adv.StreamSeq >= purged {
+							it.purged, it.rec.Source = true, SourceDeleted
+						}
+					}
+					purged = covered + 1
+					if n > uint64(present) {
+						logctx.From(ctx).Warn("purge removed more than the dead messages", "stream", s.cfg.Stream, "below", covered+1, "purged", n, "dead", present)
+					}
+				}
+			}
+			i := 0
+			for ; i < len(held); i++ {
+				it := held[i]
+				if !all && it.chained && s.headRun.Load() {
+					break
+				}
+				out <- it
+			}
+			held = append(held[:0], held[i:]...)
+		}
+		for {
+			var it *item
+			var ok bool
+			select {
+			case it, ok = <-in:
+			default:
+				flush(false)
+				it, ok = <-in
+			}
+			if !ok {
+				flush(true)
+				return
+			}
+			if !s.headRun.Load() {
+				if len(held) > 0 {
+					flush(true)
+				}
+				out <- it
+				continue
+			}
+			held = append(held, it)
+			switch {
+			case it.pass != passNone || !it.linked:
+			case ended[it.after] || !s.inHeadRun(work, it):
+				end(it.adv.StreamSeq)
+			default:
+				it.chained = true
+				waiting[it.after] = it
+				for next, ok := waiting[covered]; ok; next, ok = waiting[covered] {
+					delete(waiting, covered)
+					next.chained = false
+					covered = next.adv.StreamSeq
+				}
+			}
+			if len(held) >= pipeDepth {
+				flush(false)
+			}
+		}
+	}()
+	return out
+}
+
+// inHeadRun says whether it continues the head run: it is linked and the
+// next message in the stream, and it is either gone already or copied and
+// to be removed.
+func (s *sweeper) inHeadRun(ctx context.Context, it *item) bool {
+	if !it.linked || !it.adjacent {
+		return false
+	}
+	if it.src == nil {
+		return it.rec.Status == StatusGone || it.rec.Status == StatusAlreadyMoved
+	}
+	if it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved {
+		return false
+	}
+	remove, _ := s.shouldRemove(it, s.neededBy(ctx))
+	return remove
 }
 
 // publish sends the copy to the DLQ without waiting for its
@@ -595,7 +944,7 @@ func (s *sweeper) settle(work context.Context, it *item) {
 // remove deletes the source message where the retention policy calls for
 // it, once its copy is acknowledged.
 func (s *sweeper) remove(ctx, work context.Context, it *item) {
-	if it.pass != passNone || it.src == nil {
+	if it.pass != passNone || it.src == nil || it.purged {
 		return
 	}
 	if it.rec.Status == StatusTooLarge {

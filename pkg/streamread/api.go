@@ -129,6 +129,52 @@ func DirectGet(ctx context.Context, js jetstream.JetStream, stream string, req j
 	return err
 }
 
+// DirectGetter makes batched direct gets of one stream, like DirectGet,
+// on one reply inbox for all of them: for a caller making many (a
+// subscription costs nats.go a 64k-slot channel). Not for concurrent use.
+type DirectGetter struct {
+	a   *api
+	sub *nats.Subscription
+}
+
+// NewDirectGetter returns a DirectGetter of stream; Close ends it.
+func NewDirectGetter(js jetstream.JetStream, stream string) *DirectGetter {
+	return &DirectGetter{a: newAPI(js, stream)}
+}
+
+// Get is one batched direct get, as DirectGet.
+func (g *DirectGetter) Get(ctx context.Context, req jsapi.MsgGetRequest, fn func(*envelope.Message) error) error {
+	if g.sub == nil {
+		sub, err := g.a.directInbox()
+		if err != nil {
+			return err
+		}
+		g.sub = sub
+	}
+	_, err := g.a.directBatch(ctx, g.sub, req, func(m *envelope.Message, _ uint64) (bool, error) {
+		if err := fn(m); err != nil {
+			if errors.Is(err, ErrStop) {
+				return false, nil
+			}
+			return false, err
+		}
+		return true, nil
+	})
+	if err != nil {
+		// The rest of that batch may still come: a new inbox for the next.
+		g.Close()
+	}
+	return err
+}
+
+// Close ends the getter's inbox.
+func (g *DirectGetter) Close() {
+	if g.sub != nil {
+		_ = g.sub.Unsubscribe()
+		g.sub = nil
+	}
+}
+
 // directInbox subscribes to an inbox for the replies of direct gets,
 // keeping however many a batch queues up (directBatchBytes bounds them).
 func (a *api) directInbox() (*nats.Subscription, error) {
