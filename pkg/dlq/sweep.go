@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -633,7 +634,7 @@ func (s *sweeper) arrange(items []*item) {
 			}
 			return 1
 		}
-		return cmpSeq(a.adv.StreamSeq, b.adv.StreamSeq)
+		return cmp.Compare(a.adv.StreamSeq, b.adv.StreamSeq)
 	})
 	if s.chainEnded.Load() || !s.headRun.Load() {
 		s.linking = false
@@ -656,16 +657,6 @@ func (s *sweeper) arrange(items []*item) {
 	if last != nil {
 		last.rowEnd = true
 	}
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // prefetch passes the items of in on in their order. Where the source

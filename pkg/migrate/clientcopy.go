@@ -36,6 +36,7 @@ package migrate
 // A killed run continues from the target's last sequence.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -223,7 +224,7 @@ func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string, hashes 
 		}
 		if hashes != nil {
 			// A round that failed may have hashed what was not stored.
-			i, _ := slices.BinarySearchFunc(*hashes, next, func(h msgHash, s uint64) int { return cmpUint(h.Seq, s) })
+			i, _ := slices.BinarySearchFunc(*hashes, next, func(h msgHash, s uint64) int { return cmp.Compare(h.Seq, s) })
 			*hashes = (*hashes)[:i]
 		}
 		if next > want {

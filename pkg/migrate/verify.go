@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -211,7 +212,7 @@ func (m *mover) hasher(src bool) func(*envelope.Message) uint64 {
 // (or that it holds nothing), hashed by hash, into hs, which stays in
 // sequence order; it says whether that changed hs.
 func recheckWith(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, seq uint64, hash func(*envelope.Message) uint64) ([]msgHash, bool, error) {
-	i, found := slices.BinarySearchFunc(hs, seq, func(h msgHash, s uint64) int { return cmpUint(h.Seq, s) })
+	i, found := slices.BinarySearchFunc(hs, seq, func(h msgHash, s uint64) int { return cmp.Compare(h.Seq, s) })
 	raw, err := getMsg(ctx, js, stream, seq)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -231,16 +232,6 @@ func recheckWith(ctx context.Context, js jetstream.JetStream, stream string, hs 
 	}
 	hs[i] = h
 	return hs, true, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fillGapsWith reads from the leader every sequence of first..last that
