@@ -776,10 +776,15 @@ func (s *sweeper) purgeHead(ctx, work context.Context, in <-chan *item) <-chan *
 		}
 		// flush purges what covered allows and passes on the held items
 		// up to the first one still waiting for the chain (all with all).
+		// purgeable: a held message the next purge removes.
+		purgeable := func(it *item) bool {
+			return it.pass == passNone && it.src != nil && it.linked && it.adjacent && !it.chained &&
+				it.adv.StreamSeq <= covered && it.adv.StreamSeq >= purged
+		}
 		flush := func(all bool) {
 			present := 0
 			for _, it := range held {
-				if it.pass == passNone && it.src != nil && !it.chained && it.linked && it.adjacent && it.adv.StreamSeq <= covered && covered >= purged {
+				if purgeable(it) {
 					present++
 				}
 			}
@@ -794,7 +799,7 @@ func (s *sweeper) purgeHead(ctx, work context.Context, in <-chan *item) <-chan *
 					s.headRun.Store(false)
 				} else {
 					for _, it := range held {
-						if it.pass == passNone && it.src != nil && it.linked && it.adjacent && it.adv.StreamSeq <= covered && it.adv.StreamSeq >= purged {
+						if purgeable(it) {
 							it.purged, it.rec.Source = true, SourceDeleted
 						}
 					}
