@@ -10,9 +10,9 @@
 // prints their rates and the ceiling of a sweep, one message costing a
 // get, a publish and a delete: 1/(1/get + 1/pub + 1/delete). It also reads
 // the messages with batched DIRECT.GET (64 a batch, 4 batches in flight,
-// as the sweep does for dead messages in a row at the head of a stream that
-// allows direct gets, which it then removes with one purge), and prints
-// that rate and the ceiling of such a sweep: 1/(1/direct + 1/pub).
+// as the sweep does for dead messages at consecutive sequences of a stream
+// that allows direct gets), and prints that rate and the ceiling of such a
+// sweep: 1/(1/direct + 1/pub + 1/delete).
 //
 //	dlqprobe stream JOBS [-allow-direct]
 //	dlqprobe fill JOBS -n 20000 -size 128 [-live]
@@ -227,9 +227,9 @@ func probe(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n, size, 
 	_ = js.DeleteStream(ctx, "PROBE")
 	rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
 	ceiling := 1 / (1/rate(get) + 1/rate(pub) + 1/rate(del))
-	head := 1 / (1/rate(direct) + 1/rate(pub))
-	fmt.Printf("get %.0f\npub %.0f\ndelete %.0f\nceiling %.0f\ndirect %.0f\nheadceiling %.0f\n",
-		rate(get), rate(pub), rate(del), ceiling, rate(direct), head)
+	directCeiling := 1 / (1/rate(direct) + 1/rate(pub) + 1/rate(del))
+	fmt.Printf("get %.0f\npub %.0f\ndelete %.0f\nceiling %.0f\ndirect %.0f\ndirectceiling %.0f\n",
+		rate(get), rate(pub), rate(del), ceiling, rate(direct), directCeiling)
 	return nil
 }
 

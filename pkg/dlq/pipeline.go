@@ -9,14 +9,14 @@ package dlq
 
 // Pipeline sizes: how many messages a stage's queue holds, and how many
 // requests the request stages (gets, deletes) keep in flight. Together
-// they bound the messages in flight (seven queues, the sweep's held head
-// run and rows of direct gets, and a fetched batch: about 3,000, well
-// under the sweep durable's MaxAckPending of 20,000; only the queue
-// between publishing and settling (256) has publishes pending, well under
-// nats.go's 4,000 pending async publishes). bench/dlq.sh found no
-// difference between 8 and 256 requests in flight, or queues of 128 to
-// 1,024 (docs/dlq.md). directWorkers rows of at most directRow messages
-// are read by batched direct gets at a time (the sweep's head run): more
+// they bound the messages in flight (seven queues, the sweep's rows of
+// direct gets and a fetched batch: about 2,500, well under the sweep
+// durable's MaxAckPending of 20,000; only the queue between publishing and
+// settling (256) has publishes pending, well under nats.go's 4,000
+// pending async publishes). bench/dlq.sh found no difference between 8
+// and 256 requests in flight, or queues of 128 to 1,024 (docs/dlq.md).
+// The sweep reads directWorkers rows of at most directRow dead messages at
+// a time with batched direct gets (where the source allows them): more
 // rows in flight only raised the peak RSS of a 100,000-message sweep.
 const (
 	pipeDepth     = 256

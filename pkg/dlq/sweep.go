@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
-	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -133,20 +131,9 @@ type item struct {
 	// limit names the limit the copy exceeds, for the record's note;
 	// "" is the server's max_payload.
 	limit string
-	// linked: this dead message is in the head chain (see link), after
-	// the one at sequence after (0: the stream's start). Its get then asks
-	// the leader for the first message after that one, and adjacent says
-	// that nothing else was in the stream between the two.
-	linked   bool
-	after    uint64
-	adjacent bool
 	// rowEnd: the next dead message fed is not the one at the next
-	// sequence on the chain (see prefetch).
+	// stream sequence (see prefetch).
 	rowEnd bool
-	// chained: waiting in purgeHead for the head chain to reach it.
-	chained bool
-	// purged: removed from the source by the head run's purge.
-	purged bool
 }
 
 type passKind uint8
@@ -187,24 +174,10 @@ type sweeper struct {
 	// The last stage's own.
 	sum      SweepSummary
 	finished int
-	// headRun: dead messages at the head of the source are removed by
-	// purges (see purgeHead); set when the source allows it, cleared if a
-	// purge fails (each message is then deleted by itself).
-	headRun atomic.Bool
-	// direct: the source answers direct gets, and linked dead messages in
-	// a row are got with batched direct gets (see prefetch).
+	// direct: the source answers direct gets, and dead messages at
+	// consecutive sequences are got with batched direct gets (see
+	// prefetch).
 	direct bool
-	// chainEnded: purgeHead found the end of the head chain; the batches
-	// fetched after it are not linked.
-	chainEnded atomic.Bool
-	// blockedAt: the lowest sequence a get found not to be the next in the
-	// stream (0: none yet); the chain cannot pass it, so the messages
-	// above it are got by their sequences alone.
-	blockedAt atomic.Uint64
-	// The feeding stage's head chain: linking until a dead message comes
-	// that is not after linkedTo, the last one linked.
-	linking  bool
-	linkedTo uint64
 }
 
 // neededAge is how old the other consumers' ack floors may be when an
@@ -252,11 +225,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 	if err != nil {
 		return nil, err
 	}
-	scfg := src.CachedInfo().Config
-	s.headRun.Store(!cfg.DryRun && !scfg.DenyPurge && !scfg.Sealed &&
-		(s.retention != jetstream.LimitsPolicy || cfg.DeleteSource))
-	s.linking = s.headRun.Load()
-	s.direct = s.linking && scfg.AllowDirect
+	s.direct = src.CachedInfo().Config.AllowDirect
 
 	if !cfg.DryRun {
 		lock, lerr := AcquireLock(ctx, js, SweepLockKey(cfg.Stream), cfg.LockTTL, "jetctl dlq unlock --stream "+cfg.Stream)
@@ -530,8 +499,7 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 	got := ordered(s.prefetch(ctx, in), pipeDepth, getWorkers, func(it *item) { s.get(ctx, work, it) })
 	sent := serial(got, pipeDepth, func(it *item) { s.publish(ctx, it) })
 	settled := serial(sent, pipeDepth, func(it *item) { s.settle(work, it) })
-	headed := s.purgeHead(ctx, work, settled)
-	removed := ordered(headed, pipeDepth, deleteWorkers, func(it *item) { s.remove(ctx, work, it) })
+	removed := ordered(settled, pipeDepth, deleteWorkers, func(it *item) { s.remove(ctx, work, it) })
 	for it := range removed {
 		s.finish(it)
 	}
@@ -556,7 +524,10 @@ func (s *sweeper) get(ctx, work context.Context, it *item) {
 	}
 	m, err := it.src, error(nil)
 	if m == nil {
-		m, err = s.getLinked(ctx, work, it)
+		err = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+			m, err = s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: a.StreamSeq})
+			return err
+		})
 	}
 	switch {
 	case errors.Is(err, jsapi.ErrNoMessage):
@@ -581,50 +552,11 @@ func (s *sweeper) get(ctx, work context.Context, it *item) {
 	}
 }
 
-// getLinked gets its dead message. For one on the head chain it asks the
-// leader for the first message after the one before it on the chain
-// instead, which is the same get when nothing else is in between and says
-// so (it.adjacent); when something else is, it gets the message by its
-// sequence too.
-func (s *sweeper) getLinked(ctx, work context.Context, it *item) (*envelope.Message, error) {
-	seq := it.adv.StreamSeq
-	get := func(req jsapi.MsgGetRequest) (m *envelope.Message, err error) {
-		err = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
-			m, err = s.api.MsgGet(work, s.cfg.Stream, req)
-			return err
-		})
-		return m, err
-	}
-	if b := s.blockedAt.Load(); !it.linked || (b != 0 && b < seq) {
-		return get(jsapi.MsgGetRequest{Seq: seq})
-	}
-	m, err := get(jsapi.MsgGetRequest{Seq: it.after + 1, NextFor: ">"})
-	switch {
-	case errors.Is(err, jsapi.ErrNoMessage) || (err == nil && m.Seq > seq):
-		// Nothing from there on up to it: it is gone.
-		it.adjacent = true
-		return nil, jsapi.ErrNoMessage
-	case err != nil:
-		return nil, err
-	case m.Seq == seq:
-		it.adjacent = true
-		return m, nil
-	}
-	// Another message lies before it: the chain ends here.
-	s.chainEnded.Store(true)
-	for b := s.blockedAt.Load(); (b == 0 || seq < b) && !s.blockedAt.CompareAndSwap(b, seq); b = s.blockedAt.Load() {
-	}
-	return get(jsapi.MsgGetRequest{Seq: seq})
-}
-
 // arrange orders a batch for the pipeline: the ignored advisories first,
 // then the dead messages by stream sequence (a duplicate advisory after the
-// one it repeats), and puts those on the head chain: each one after the one
-// before it, the first one after the last one of the batches before. A
-// dead message not after the chain's last one ends it for the rest of the
-// sweep (the leader would have seen it between two linked ones, so the
-// chain has ended there anyway). Advisories are acknowledged in this
-// order: each once its dead message is done, which keeps the durable's ack
+// one it repeats), and marks where a row of dead messages at consecutive
+// sequences ends (see prefetch). Advisories are acknowledged in this
+// order, each once its dead message is done, which keeps the durable's ack
 // floor a checkpoint whatever the order within a batch.
 func (s *sweeper) arrange(items []*item) {
 	slices.SortStableFunc(items, func(a, b *item) int {
@@ -636,19 +568,11 @@ func (s *sweeper) arrange(items []*item) {
 		}
 		return cmp.Compare(a.adv.StreamSeq, b.adv.StreamSeq)
 	})
-	if s.chainEnded.Load() || !s.headRun.Load() {
-		s.linking = false
-	}
 	var last *item
 	for _, it := range items {
 		if it.pass != passNone {
 			continue
 		}
-		if !s.linking || it.adv.StreamSeq <= s.linkedTo {
-			s.linking = false
-			break
-		}
-		it.linked, it.after, s.linkedTo = true, s.linkedTo, it.adv.StreamSeq
 		if last != nil && it.adv.StreamSeq != last.adv.StreamSeq+1 {
 			last.rowEnd = true
 		}
@@ -660,12 +584,12 @@ func (s *sweeper) arrange(items []*item) {
 }
 
 // prefetch passes the items of in on in their order. Where the source
-// answers direct gets, it gets linked dead messages that follow each other
-// in the stream (one at sequence N, the next at N+1, nothing in between to
-// ask the leader about) with one batched direct get per row, directWorkers
-// rows at a time, instead of a get each. A message the batch does not
-// return (gone, or not yet on the replica that answered) is left to the
-// get stage, which asks the leader.
+// answers direct gets, it gets dead messages at consecutive sequences (one
+// at N, the next at N+1) with one batched direct get per row of them,
+// directWorkers rows at a time, instead of a get each. A stored message
+// cannot differ between replicas, so whichever replica answers gives the
+// same copy. A message the batch does not return (gone, or not yet on the
+// replica that answered) is left to the get stage, which asks the leader.
 func (s *sweeper) prefetch(ctx context.Context, in <-chan *item) <-chan *item {
 	if !s.direct {
 		return in
@@ -681,8 +605,8 @@ func (s *sweeper) prefetch(ctx context.Context, in <-chan *item) <-chan *item {
 			}
 		}
 		for it := range in {
-			inRow := it.pass == passNone && it.linked && it.after == it.adv.StreamSeq-1
-			if !inRow || len(row) >= directRow || (len(row) > 0 && row[len(row)-1].adv.StreamSeq != it.after) {
+			inRow := it.pass == passNone
+			if !inRow || len(row) >= directRow || (len(row) > 0 && row[len(row)-1].adv.StreamSeq+1 != it.adv.StreamSeq) {
 				send()
 			}
 			row = append(row, it)
@@ -718,11 +642,11 @@ func (s *sweeper) prefetch(ctx context.Context, in <-chan *item) <-chan *item {
 	return out
 }
 
-// getRow gets a row of linked dead messages that follow each other with
-// one batched direct get; a row of one is left to the get stage.
+// getRow gets a row of dead messages at consecutive sequences with one
+// batched direct get; a row of one is left to the get stage.
 func (s *sweeper) getRow(ctx context.Context, g *streamread.DirectGetter, row []*item) {
 	first := row[0].adv.StreamSeq
-	if len(row) < 2 || row[0].pass != passNone || row[0].after != first-1 {
+	if len(row) < 2 || row[0].pass != passNone {
 		return
 	}
 	_ = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
@@ -730,152 +654,10 @@ func (s *sweeper) getRow(ctx context.Context, g *streamread.DirectGetter, row []
 			if m.Seq < first || m.Seq-first >= uint64(len(row)) {
 				return streamread.ErrStop
 			}
-			it := row[m.Seq-first]
-			it.src, it.adjacent = m, true
+			row[m.Seq-first].src = m
 			return nil
 		})
 	})
-}
-
-// purgeHead passes the items of in on in their order, removing the dead
-// messages at the head of the source with purges instead of a delete each.
-//
-// It follows the head chain (see link): covered is the sequence up to
-// which the stream holds nothing but dead messages that it holds, copied
-// and to be removed (the leader said so as each was got: nothing between
-// it and the one before it on the chain). A dead message that cannot be
-// removed that way (not the next in the stream, kept by the retention
-// policy, not copied) ends the chain there: the chain never passes it, and
-// it and those after it on the chain go to the per-message deletes. Held
-// messages up to covered are removed with one purge below covered+1 when
-// the input pauses (or pipeDepth are held), and passed on.
-func (s *sweeper) purgeHead(ctx, work context.Context, in <-chan *item) <-chan *item {
-	out := make(chan *item, pipeDepth)
-	go func() {
-		defer close(out)
-		var (
-			held    []*item
-			covered uint64
-			purged  uint64               // the purges so far removed everything below it
-			waiting = map[uint64]*item{} // chained, by the sequence before them on the chain
-			ended   = map[uint64]bool{}  // the chain ends at these
-		)
-		// end ends the chain at seq, and at every one waiting behind it.
-		end := func(seq uint64) {
-			s.chainEnded.Store(true)
-			for {
-				ended[seq] = true
-				next, ok := waiting[seq]
-				if !ok {
-					return
-				}
-				delete(waiting, seq)
-				next.chained = false
-				seq = next.adv.StreamSeq
-			}
-		}
-		// flush purges what covered allows and passes on the held items
-		// up to the first one still waiting for the chain (all with all).
-		// purgeable: a held message the next purge removes.
-		purgeable := func(it *item) bool {
-			return it.pass == passNone && it.src != nil && it.linked && it.adjacent && !it.chained &&
-				it.adv.StreamSeq <= covered && it.adv.StreamSeq >= purged
-		}
-		flush := func(all bool) {
-			present := 0
-			for _, it := range held {
-				if purgeable(it) {
-					present++
-				}
-			}
-			if present > 0 && s.headRun.Load() {
-				var n uint64
-				err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
-					n, err = s.api.PurgeBelow(work, s.cfg.Stream, covered+1)
-					return err
-				})
-				if err != nil {
-					// The deletes after this stage remove them one by one.
-					s.headRun.Store(false)
-				} else {
-					for _, it := range held {
-						if purgeable(it) {
-							it.purged, it.rec.Source = true, SourceDeleted
-						}
-					}
-					purged = covered + 1
-					if n > uint64(present) {
-						logctx.From(ctx).Warn("purge removed more than the dead messages", "stream", s.cfg.Stream, "below", covered+1, "purged", n, "dead", present)
-					}
-				}
-			}
-			i := 0
-			for ; i < len(held); i++ {
-				it := held[i]
-				if !all && it.chained && s.headRun.Load() {
-					break
-				}
-				out <- it
-			}
-			held = append(held[:0], held[i:]...)
-		}
-		for {
-			var it *item
-			var ok bool
-			select {
-			case it, ok = <-in:
-			default:
-				flush(false)
-				it, ok = <-in
-			}
-			if !ok {
-				flush(true)
-				return
-			}
-			if !s.headRun.Load() {
-				if len(held) > 0 {
-					flush(true)
-				}
-				out <- it
-				continue
-			}
-			held = append(held, it)
-			switch {
-			case it.pass != passNone || !it.linked:
-			case ended[it.after] || !s.inHeadRun(work, it):
-				end(it.adv.StreamSeq)
-			default:
-				it.chained = true
-				waiting[it.after] = it
-				for next, ok := waiting[covered]; ok; next, ok = waiting[covered] {
-					delete(waiting, covered)
-					next.chained = false
-					covered = next.adv.StreamSeq
-				}
-			}
-			if len(held) >= pipeDepth {
-				flush(false)
-			}
-		}
-	}()
-	return out
-}
-
-// inHeadRun says whether it continues the head run: it is linked and the
-// next message in the stream, and it is either gone already or copied and
-// to be removed.
-func (s *sweeper) inHeadRun(ctx context.Context, it *item) bool {
-	if !it.linked || !it.adjacent {
-		return false
-	}
-	if it.src == nil {
-		return it.rec.Status == StatusGone || it.rec.Status == StatusAlreadyMoved
-	}
-	if it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved {
-		return false
-	}
-	remove, _ := s.shouldRemove(it, s.neededBy(ctx))
-	return remove
 }
 
 // publish sends the copy to the DLQ without waiting for its
@@ -940,7 +722,7 @@ func (s *sweeper) settle(work context.Context, it *item) {
 // remove deletes the source message where the retention policy calls for
 // it, once its copy is acknowledged.
 func (s *sweeper) remove(ctx, work context.Context, it *item) {
-	if it.pass != passNone || it.src == nil || it.purged {
+	if it.pass != passNone || it.src == nil {
 		return
 	}
 	if it.rec.Status == StatusTooLarge {

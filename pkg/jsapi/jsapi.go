@@ -171,34 +171,6 @@ func (c *Client) MsgDelete(ctx context.Context, stream string, seq uint64) error
 	return nil
 }
 
-// PurgeBelow removes every message of stream below seq (a purge with
-// "seq"), and returns how many the server removed.
-func (c *Client) PurgeBelow(ctx context.Context, stream string, seq uint64) (uint64, error) {
-	body, err := json.Marshal(map[string]uint64{"seq": seq})
-	if err != nil {
-		return 0, err
-	}
-	ctx, cancel := c.WithTimeout(ctx)
-	defer cancel()
-	c.TraceRequest(c.Prefix+"STREAM.PURGE."+stream, body)
-	reply, err := c.NC.RequestWithContext(ctx, c.Prefix+"STREAM.PURGE."+stream, body)
-	if err != nil {
-		return 0, fmt.Errorf("stream %q: purge below seq %d: %w", stream, seq, err)
-	}
-	c.TraceReply(c.Prefix+"STREAM.PURGE."+stream, reply)
-	var resp struct {
-		Error  *jetstream.APIError `json:"error,omitempty"`
-		Purged uint64              `json:"purged"`
-	}
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return 0, fmt.Errorf("stream %q: purge below seq %d: %w", stream, seq, err)
-	}
-	if resp.Error != nil {
-		return 0, fmt.Errorf("stream %q: purge below seq %d: %w", stream, seq, resp.Error)
-	}
-	return resp.Purged, nil
-}
-
 // APIPrefix is the subject prefix of the JetStream API for js: its domain's,
 // its API prefix, or $JS.API.
 func APIPrefix(o jetstream.JetStreamOptions) string {
