@@ -13,6 +13,10 @@
 #     batched DIRECT.GET rate (rows of 64, 4 in flight): a sweep of a
 #     stream with allow_direct reads dead messages at consecutive
 #     sequences that way;
+#   - the full ceiling: the direct ceiling with the advisories too (the
+#     probe fetches advisory-sized messages with a durable pull consumer
+#     and acknowledges each), 1/(1/direct + 1/pub + 1/delete + 1/advisory),
+#     printed with its ratio to the loop: the most a sweep could be;
 #   - peak RSS of a sweep of RSS_MSGS dead messages;
 #   - `jetctl dlq redrive --rate`: the rate kept against the rate asked,
 #     and an unpaced redrive against the same ceiling.
@@ -91,6 +95,8 @@ del=$(sed -n 's/^delete //p' "$OUT/probe.out")
 ceiling=$(sed -n 's/^ceiling //p' "$OUT/probe.out")
 direct=$(sed -n 's/^direct //p' "$OUT/probe.out")
 dceiling=$(sed -n 's/^directceiling //p' "$OUT/probe.out")
+advisory=$(sed -n 's/^advisory //p' "$OUT/probe.out")
+fceiling=$(sed -n 's/^fullceiling //p' "$OUT/probe.out")
 
 # sweep_case STREAM DIRECT LIVE: a workqueue stream STREAM (with
 # allow_direct if DIRECT is set) filled with MSGS dead messages (each
@@ -177,6 +183,7 @@ rss_moved=$(count DLQ_JOBS)
 ratio_loop=$(calc "\"%.1f\", $sweep_rate / $loop_rate")
 ratio_ceiling=$(calc "\"%.0f\", $sweep_rate / $ceiling * 100")
 ratio_dceiling=$(calc "\"%.0f\", $sweep_rate / $dceiling * 100")
+ratio_fceiling=$(calc "\"%.0f\", $sweep_rate / $fceiling * 100")
 ratio_leader=$(calc "\"%.1f\", $leader_rate / $loop_rate")
 ratio_mixed=$(calc "\"%.1f\", $mixed_rate / $loop_rate")
 ratio_mixed_ceiling=$(calc "\"%.0f\", $mixed_rate / $ceiling * 100")
@@ -190,10 +197,13 @@ printf '%-64s %12s\n' "probe: STREAM.MSG.DELETE, 256 in flight" "$del"
 printf '%-64s %12s\n' "ceiling 1/(1/get + 1/pub + 1/delete)" "$ceiling"
 printf '%-64s %12s\n' "probe: DIRECT.GET batches of 64, 4 in flight" "$direct"
 printf '%-64s %12s\n' "direct ceiling 1/(1/direct + 1/pub + 1/delete)" "$dceiling"
+printf '%-64s %12s\n' "probe: advisories fetched (256 a batch) and each acked" "$advisory"
+printf '%-64s %12s %10s\n' "full ceiling 1/(1/direct + 1/pub + 1/delete + 1/advisory)" "$fceiling" "$(calc "\"%.1fx\", $fceiling / $loop_rate")"
 printf '%-64s %12s\n' "sequential nats.go loop ($LOOP_MSGS msgs, in-process)" "$loop_rate"
 printf '%-64s %12s %10s\n' "jetctl dlq sweep, allow_direct ($MSGS msgs: moved $moved, left $left; ${sweep_s}s)" "$sweep_rate" "${ratio_loop}x"
 printf '%-64s %12s %10s\n' "sweep / ceiling (target >= 70%)" "" "${ratio_ceiling}%"
 printf '%-64s %12s %10s\n' "sweep / direct ceiling" "" "${ratio_dceiling}%"
+printf '%-64s %12s %10s\n' "sweep / full ceiling" "" "${ratio_fceiling}%"
 printf '%-64s %12s %10s\n' "sweep, no allow_direct (moved $leader_moved, left $leader_left; ${leader_s}s)" "$leader_rate" "${ratio_leader}x"
 printf '%-64s %12s %10s\n' "sweep, a live msg after each (moved $mixed_moved, left $mixed_left; ${mixed_s}s)" "$mixed_rate" "${ratio_mixed}x"
 printf '%-64s %12s %10s\n' "sweep, a live msg after each / ceiling" "" "${ratio_mixed_ceiling}%"

@@ -12,7 +12,11 @@
 // the messages with batched DIRECT.GET (64 a batch, 4 batches in flight,
 // as the sweep does for dead messages at consecutive sequences of a stream
 // that allows direct gets), and prints that rate and the ceiling of such a
-// sweep: 1/(1/direct + 1/pub + 1/delete).
+// sweep: 1/(1/direct + 1/pub + 1/delete). Last it measures what the
+// advisories cost: n advisory-sized messages fetched by a durable pull
+// consumer (batches of 256) and each acknowledged, and prints the full
+// ceiling of a sweep with its advisories: 1/(1/direct + 1/pub + 1/delete
+// + 1/advisory).
 //
 //	dlqprobe stream JOBS [-allow-direct]
 //	dlqprobe fill JOBS -n 20000 -size 128 [-live]
@@ -225,12 +229,65 @@ func probe(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n, size, 
 		return err
 	}
 	_ = js.DeleteStream(ctx, "PROBE")
+	adv, err := fetchAcks(ctx, js, n)
+	if err != nil {
+		return err
+	}
 	rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
 	ceiling := 1 / (1/rate(get) + 1/rate(pub) + 1/rate(del))
 	directCeiling := 1 / (1/rate(direct) + 1/rate(pub) + 1/rate(del))
-	fmt.Printf("get %.0f\npub %.0f\ndelete %.0f\nceiling %.0f\ndirect %.0f\ndirectceiling %.0f\n",
-		rate(get), rate(pub), rate(del), ceiling, rate(direct), directCeiling)
+	full := 1 / (1/rate(direct) + 1/rate(pub) + 1/rate(del) + 1/rate(adv))
+	fmt.Printf("get %.0f\npub %.0f\ndelete %.0f\nceiling %.0f\ndirect %.0f\ndirectceiling %.0f\nadvisory %.0f\nfullceiling %.0f\n",
+		rate(get), rate(pub), rate(del), ceiling, rate(direct), directCeiling, rate(adv), full)
 	return nil
+}
+
+// fetchAcks measures what the advisories cost a sweep besides the three
+// primitives: n advisory-sized messages in a stream PROBEADV, fetched by a
+// durable pull consumer in batches of 256 and each acknowledged, until the
+// server has taken every acknowledgement.
+func fetchAcks(ctx context.Context, js jetstream.JetStream, n int) (time.Duration, error) {
+	_ = js.DeleteStream(ctx, "PROBEADV")
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PROBEADV", Subjects: []string{"probeadv.>"}, Storage: jetstream.FileStorage})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = js.DeleteStream(ctx, "PROBEADV") }()
+	body, _ := json.Marshal(map[string]any{"type": "io.nats.jetstream.advisory.v1.max_deliver", "id": "probe",
+		"timestamp": time.Now(), "stream": "JOBS", "consumer": "worker", "stream_seq": 1, "deliveries": 1})
+	if err := publishAll(js, n, func(int) *nats.Msg { return &nats.Msg{Subject: "probeadv.x", Data: body} }); err != nil {
+		return 0, err
+	}
+	cons, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "probe", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 20000})
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for got := 0; got < n; {
+		b, err := cons.Fetch(min(256, n-got), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return 0, err
+		}
+		for m := range b.Messages() {
+			got++
+			if err := m.Ack(); err != nil {
+				return 0, err
+			}
+		}
+		if err := b.Error(); err != nil {
+			return 0, err
+		}
+	}
+	for {
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ci.NumAckPending == 0 {
+			return time.Since(start), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // directBatches reads n messages of stream from seq first with batched
