@@ -178,6 +178,10 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	bars := &migrationProgress{f: f, disabled: o.NoProgress}
 	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, Progress: bars.update, AtStep: cmdmigrate.KillAt(ctx, f), OnStep: func(st pkgplan.Step) {
 		bars.finish()
+		if st.Error != "" && ctx.Err() != nil {
+			fmt.Fprintf(f.IO.ErrOut, "%s: %s interrupted\n", st.Resource, st.Op)
+			return
+		}
 		if st.Error != "" {
 			fmt.Fprintf(f.IO.ErrOut, "%s: %s failed: %s\n", st.Resource, st.Op, st.Error)
 			return
@@ -186,9 +190,20 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	}})
 	var partial *pkgplan.PartialError
 	if errors.As(err, &partial) {
-		reportPartial(f, partial.Result)
+		interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+		reportPartial(f, partial.Result, interrupted)
 		if !text {
 			_ = p.Print(applyOutput{Plan: pl, Result: res}, nil)
+		}
+		if interrupted {
+			// A migration keeps its state on the server (the temporary
+			// stream, the target's metadata): apply --migrate continues it.
+			if partial.Result.Failed.Op == pkgplan.ActionMigrate {
+				fmt.Fprintln(f.IO.ErrOut, "jetctl: interrupted; the migration's state is kept on the server: run the same command again to continue")
+			} else {
+				fmt.Fprintln(f.IO.ErrOut, "jetctl: interrupted; run apply again to finish")
+			}
+			return exitcode.Silent(exitcode.Interrupted)
 		}
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -314,13 +329,23 @@ func destructiveSummary(pl *pkgplan.Plan) string {
 	return strings.Join(parts, ", ")
 }
 
-func reportPartial(f *factory.Factory, res *pkgplan.ApplyResult) {
+// reportPartial lists what an apply that stopped did: done, the step that
+// failed (or was interrupted), and what it did not start.
+func reportPartial(f *factory.Factory, res *pkgplan.ApplyResult, interrupted bool) {
 	w := f.IO.ErrOut
-	fmt.Fprintf(w, "apply stopped: %d done, 1 failed, %d not done\n", len(res.Done), len(res.NotDone))
+	if interrupted {
+		fmt.Fprintf(w, "apply interrupted: %d done, 1 interrupted, %d not done\n", len(res.Done), len(res.NotDone))
+	} else {
+		fmt.Fprintf(w, "apply stopped: %d done, 1 failed, %d not done\n", len(res.Done), len(res.NotDone))
+	}
 	for _, st := range res.Done {
 		fmt.Fprintf(w, "  done:     %s %s\n", st.Op, st.Resource)
 	}
-	fmt.Fprintf(w, "  failed:   %s %s: %s\n", res.Failed.Op, res.Failed.Resource, res.Failed.Error)
+	if interrupted {
+		fmt.Fprintf(w, "  interrupted: %s %s\n", res.Failed.Op, res.Failed.Resource)
+	} else {
+		fmt.Fprintf(w, "  failed:   %s %s: %s\n", res.Failed.Op, res.Failed.Resource, res.Failed.Error)
+	}
 	for _, st := range res.NotDone {
 		fmt.Fprintf(w, "  not done: %s %s\n", st.Op, st.Resource)
 	}
