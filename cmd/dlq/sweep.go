@@ -38,7 +38,9 @@ func newCmdSweep(f *factory.Factory) *cobra.Command {
 		Long: `Read the captured advisories (from where the last sweep stopped) and move
 each dead message into the DLQ stream:
 
-  1. read it from the source stream's leader;
+  1. read it from the source stream's leader (on a stream with
+     allow_direct, dead messages at consecutive sequences are read with
+     batched direct gets);
   2. publish a copy to dlq.<stream>.<seq>, which can be written only once;
   3. once the copy is acknowledged, remove the source message where the
      retention policy calls for it: workqueue: deleted; interest: deleted
@@ -64,8 +66,9 @@ the consumers' state (workqueue and interest streams; see docs/dlq.md).
 Output: a one-line summary on stderr, plus a line for each message that
 failed or was too large to copy; nothing on stdout (an empty cron sweep
 prints one line). --list prints a table row per dead message; -o jsonl
-(json, yaml) prints one record per dead message; --summary -o json prints
-the summary as JSON instead.
+(json, yaml) prints one record per dead message, each batch of advisories
+in source-sequence order; --summary -o json prints the summary as JSON
+instead.
 
 A message too large to copy with its provenance headers within the
 server's max_payload is reported as "too large": the DLQ gets its headers
