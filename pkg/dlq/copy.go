@@ -16,7 +16,8 @@ import (
 // Jetctl-Orig-<Name>), provenance and the reason, on the per-message
 // subject that can be written only once.
 func BuildCopy(n Names, m *envelope.Message, a Advisory, sweptAt time.Time) *nats.Msg {
-	h := envelope.CopyHeader(m.Header)
+	// Room for the provenance and the seven headers below.
+	h := envelope.CopyHeader(m.Header, 4+7)
 	envelope.SetProvenance(h, m)
 	h.Set(HeaderConsumer, a.Consumer)
 	h.Set(HeaderReason, a.DeadReason())

@@ -700,6 +700,14 @@ func (s *sweeper) settle(work context.Context, it *item) {
 	case it.sync:
 		s.publishSync(work, it)
 	case it.fut != nil:
+		// Usually the acknowledgement is there already: no timer then.
+		select {
+		case ack := <-it.fut.Ok():
+			s.published(it, ack, nil)
+			it.fut, it.msg = nil, nil
+			return
+		default:
+		}
 		t := time.NewTimer(2 * s.api.Timeout)
 		defer t.Stop()
 		select {

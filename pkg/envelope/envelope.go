@@ -87,9 +87,10 @@ func IsServerHeader(name string) bool {
 }
 
 // CopyHeader returns a copy of h that is safe to publish: headers the
-// server acts on move to Jetctl-Orig-<Name>.
-func CopyHeader(h nats.Header) nats.Header {
-	out := make(nats.Header, len(h)+4)
+// server acts on move to Jetctl-Orig-<Name>. The copy has room for extra
+// more headers (the caller's provenance) without growing.
+func CopyHeader(h nats.Header, extra int) nats.Header {
+	out := make(nats.Header, len(h)+extra)
 	for k, vs := range h {
 		name := k
 		if IsServerHeader(k) {

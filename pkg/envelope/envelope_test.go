@@ -56,7 +56,7 @@ func TestBinaryUsesBase64(t *testing.T) {
 
 func TestCopyAndRestoreHeader(t *testing.T) {
 	h := nats.Header{"Nats-Msg-Id": {"1"}, "Nats-Expected-Last-Sequence": {"4"}, "Nats-TTL": {"1m"}, "App": {"x", "y"}}
-	c := CopyHeader(h)
+	c := CopyHeader(h, 4)
 	for _, name := range []string{"Nats-Msg-Id", "Nats-Expected-Last-Sequence", "Nats-TTL"} {
 		if _, ok := c[name]; ok {
 			t.Errorf("copy keeps %s", name)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,11 +99,31 @@ func (c *Client) request(ctx context.Context, subject string, req any) (*respons
 	if err != nil {
 		return nil, err
 	}
+	reply, err := c.requestRaw(ctx, subject, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp response
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// requestRaw sends body to the API subject and returns the reply, riding
+// out a leader election (no responders) within the request's timeout.
+func (c *Client) requestRaw(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
+	if _, ok := ctx.Deadline(); !ok && ctx.Done() == nil {
+		// Nothing can cancel ctx (a sweep finishing what is in flight):
+		// a plain request with the timeout spares a context and a timer
+		// per request.
+		return c.requestTimeout(ctx, subject, body)
+	}
 	ctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 	var reply *nats.Msg
 	// No responders: a leader election is under way; try again.
-	err = retry.Do(ctx, retry.Policy{Attempts: 21, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
+	err := retry.Do(ctx, retry.Policy{Attempts: 21, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
 		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) }},
 		func(ctx context.Context) (err error) {
 			c.TraceRequest(c.Prefix+subject, body)
@@ -117,11 +138,30 @@ func (c *Client) request(ctx context.Context, subject string, req any) (*respons
 		return nil, err
 	}
 	c.TraceReply(c.Prefix+subject, reply)
-	var resp response
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+	return reply, nil
+}
+
+// requestTimeout is requestRaw for a ctx that nothing cancels: each try
+// waits at most c.Timeout, and running out of time is
+// context.DeadlineExceeded, as with a context.
+func (c *Client) requestTimeout(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
+	var reply *nats.Msg
+	deadline := time.Now().Add(c.Timeout)
+	err := retry.Do(ctx, retry.Policy{Attempts: 21, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
+		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) && time.Until(deadline) > 0 }},
+		func(context.Context) (err error) {
+			c.TraceRequest(c.Prefix+subject, body)
+			reply, err = c.NC.Request(c.Prefix+subject, body, max(time.Until(deadline), time.Millisecond))
+			if errors.Is(err, nats.ErrTimeout) {
+				return context.DeadlineExceeded
+			}
+			return err
+		})
+	if err != nil {
 		return nil, err
 	}
-	return &resp, nil
+	c.TraceReply(c.Prefix+subject, reply)
+	return reply, nil
 }
 
 // MsgGet asks the stream leader for a message (coherent, unlike a direct
@@ -156,9 +196,20 @@ func (c *Client) MsgGet(ctx context.Context, stream string, req MsgGetRequest) (
 }
 
 // MsgDelete removes a message; one that is already gone is no error.
+//
+// A sweep sends one per dead message, so its body is written by hand and
+// only the error of the reply is decoded.
 func (c *Client) MsgDelete(ctx context.Context, stream string, seq uint64) error {
-	resp, err := c.request(ctx, "STREAM.MSG.DELETE."+stream, map[string]any{"seq": seq, "no_erase": true})
+	body := strconv.AppendUint([]byte(`{"seq":`), seq, 10)
+	body = append(body, `,"no_erase":true}`...)
+	reply, err := c.requestRaw(ctx, "STREAM.MSG.DELETE."+stream, body)
 	if err != nil {
+		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, err)
+	}
+	var resp struct {
+		Error *jetstream.APIError `json:"error,omitempty"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
 		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, err)
 	}
 	if resp.Error != nil {

@@ -185,7 +185,7 @@ func (p *Publisher) MsgID(stream string, seq uint64, subject string) string {
 
 // Copy builds the message published for m.
 func (p *Publisher) Copy(m *envelope.Message) *nats.Msg {
-	hdr := envelope.CopyHeader(m.Header)
+	hdr := envelope.CopyHeader(m.Header, 4)
 	if !p.cfg.NoProvenance {
 		envelope.SetProvenance(hdr, m)
 	}
