@@ -111,22 +111,9 @@ func directStatus(msg *nats.Msg) (eob, none bool, err error) {
 // message, its headers as stored, to fn until the batch ends or fn returns
 // ErrStop.
 func DirectGet(ctx context.Context, js jetstream.JetStream, stream string, req jsapi.MsgGetRequest, fn func(*envelope.Message) error) error {
-	a := newAPI(js, stream)
-	sub, err := a.directInbox()
-	if err != nil {
-		return err
-	}
-	defer sub.Unsubscribe()
-	_, err = a.directBatch(ctx, sub, req, func(m *envelope.Message, _ uint64) (bool, error) {
-		if err := fn(m); err != nil {
-			if errors.Is(err, ErrStop) {
-				return false, nil
-			}
-			return false, err
-		}
-		return true, nil
-	})
-	return err
+	g := NewDirectGetter(js, stream)
+	defer g.Close()
+	return g.Get(ctx, req, fn)
 }
 
 // DirectGetter makes batched direct gets of one stream, like DirectGet,
