@@ -458,13 +458,9 @@ func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st
 // sequences.
 func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]bool, error) {
 	for round := 0; ; round++ {
-		sinfo, err := streamInfo(ctx, m.src.JS, m.srcName, jetstream.WithDeletedDetails(true))
+		sinfo, deleted, err := m.sourceDeleted(ctx)
 		if err != nil {
 			return nil, nil, err
-		}
-		deleted := map[uint64]bool{}
-		for _, d := range sinfo.State.Deleted {
-			deleted[d] = true
 		}
 		if _, err := m.copyUpTo(ctx, sinfo.State.LastSeq, "catching up", nil); err != nil {
 			return nil, nil, err

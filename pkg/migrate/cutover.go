@@ -181,19 +181,29 @@ func (m *mover) heldFlags(ctx context.Context) map[string]bool {
 	return out
 }
 
+// sourceDeleted returns the source's info with the sequences it deleted
+// between its first and last.
+func (m *mover) sourceDeleted(ctx context.Context) (*jetstream.StreamInfo, map[uint64]bool, error) {
+	sinfo, err := streamInfo(ctx, m.src.JS, m.srcName, jetstream.WithDeletedDetails(true))
+	if err != nil {
+		return nil, nil, err
+	}
+	deleted := make(map[uint64]bool, len(sinfo.State.Deleted))
+	for _, d := range sinfo.State.Deleted {
+		deleted[d] = true
+	}
+	return sinfo, deleted, nil
+}
+
 // settle waits for the mirror to copy the frozen source's last message and
 // deletes from the target what the source deleted since it was copied,
 // until the two hold the same sequences. It returns the source's final
 // info and its deleted sequences.
 func (m *mover) settle(ctx context.Context) (*jetstream.StreamInfo, map[uint64]bool, error) {
 	for round := 0; ; round++ {
-		sinfo, err := streamInfo(ctx, m.src.JS, m.srcName, jetstream.WithDeletedDetails(true))
+		sinfo, deleted, err := m.sourceDeleted(ctx)
 		if err != nil {
 			return nil, nil, err
-		}
-		deleted := map[uint64]bool{}
-		for _, d := range sinfo.State.Deleted {
-			deleted[d] = true
 		}
 		lastPresent := uint64(0)
 		if sinfo.State.Msgs > 0 {

@@ -92,39 +92,22 @@ func (e *VerifyError) Error() string {
 
 func (e *VerifyError) Unwrap() error { return ErrVerify }
 
-// comparePrefix compares the hashes read from the source and the target
-// while the source is live: a message in both must be the same; one in the
-// source only was lost; one in the target only was deleted from the source
-// since it was copied (the cutover deletes it from the target).
-func comparePrefix(src, dst []msgHash) (uint64, string, bool) {
+// compareHashes compares the hashes read from the source and the target,
+// both in sequence order: a message in both must be the same, one in the
+// source only was lost. One in the target only is a difference when exact
+// (two frozen ranges); while the source is live it was deleted from the
+// source since it was copied (the cutover deletes it from the target).
+func compareHashes(src, dst []msgHash, exact bool) (uint64, string, bool) {
 	i, j := 0, 0
-	for i < len(src) {
-		switch {
-		case j >= len(dst) || src[i].Seq < dst[j].Seq:
-			return src[i].Seq, fmt.Sprintf("seq %d is missing", src[i].Seq), false
-		case src[i].Seq > dst[j].Seq:
-			j++
-		default:
-			if src[i].Hash != dst[j].Hash {
-				return src[i].Seq, fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
-			}
-			i++
-			j++
-		}
-	}
-	return 0, "", true
-}
-
-// compareExact compares two frozen ranges: the same sequences, the same
-// messages.
-func compareExact(src, dst []msgHash) (uint64, string, bool) {
-	i, j := 0, 0
-	for i < len(src) || j < len(dst) {
+	for i < len(src) || (exact && j < len(dst)) {
 		switch {
 		case j >= len(dst) || (i < len(src) && src[i].Seq < dst[j].Seq):
 			return src[i].Seq, fmt.Sprintf("seq %d is missing", src[i].Seq), false
 		case i >= len(src) || src[i].Seq > dst[j].Seq:
-			return dst[j].Seq, fmt.Sprintf("seq %d is not in the source", dst[j].Seq), false
+			if exact {
+				return dst[j].Seq, fmt.Sprintf("seq %d is not in the source", dst[j].Seq), false
+			}
+			j++
 		default:
 			if src[i].Hash != dst[j].Hash {
 				return src[i].Seq, fmt.Sprintf("seq %d has another subject, header, payload or timestamp", src[i].Seq), false
@@ -165,12 +148,8 @@ const maxRechecks = 1000
 // that is behind (during a leader change, say), so a difference is read
 // again from both leaders, coherently, before it counts.
 func (m *mover) compare(ctx context.Context, src, dst []msgHash, exact bool) ([]msgHash, []msgHash, error) {
-	cmp := comparePrefix
-	if exact {
-		cmp = compareExact
-	}
 	for tries := 0; ; tries++ {
-		seq, what, ok := cmp(src, dst)
+		seq, what, ok := compareHashes(src, dst, exact)
 		if ok {
 			return src, dst, nil
 		}
