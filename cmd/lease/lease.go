@@ -31,6 +31,24 @@ type Record struct {
 	Action string `json:"action"`
 }
 
+// Begin makes what an unlock needs once its flags are valid: the printer
+// and the connection. Without --yes or --dry-run off a terminal it is a
+// usage error, before connecting.
+func Begin(ctx context.Context, f *factory.Factory, dryRun, yes bool) (*output.Printer, jetstream.JetStream, error) {
+	p, err := f.Printer("table")
+	if err != nil {
+		return nil, nil, err
+	}
+	if !dryRun && !yes && !f.IO.CanPrompt() {
+		return nil, nil, exitcode.UsageErrorf("unlock: pass --yes when not running in a terminal (or --dry-run to see who holds the lease); nothing was changed")
+	}
+	js, err := f.JetStream(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, js, nil
+}
+
 // Unlock shows who holds the lease key and, unless dryRun, removes it,
 // asking first unless yes. No lease is no error: it says so on stderr.
 func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, key string, dryRun, yes bool) error {

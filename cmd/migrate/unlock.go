@@ -50,14 +50,7 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 	if err := jsapi.ValidateStreamName(o.stream); err != nil {
 		return exitcode.UsageErrorf("--stream: %v", err)
 	}
-	p, err := f.Printer("table")
-	if err != nil {
-		return err
-	}
-	if !o.dryRun && !o.yes && !f.IO.CanPrompt() {
-		return exitcode.UsageErrorf("unlock: pass --yes when not running in a terminal (or --dry-run to see who holds the lease); nothing was changed")
-	}
-	js, err := f.JetStream(ctx)
+	p, js, err := lease.Begin(ctx, f, o.dryRun, o.yes)
 	if err != nil {
 		return err
 	}
