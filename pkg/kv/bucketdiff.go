@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -359,7 +360,7 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 	if err != nil {
 		return nil, err
 	}
-	keys := sortedKeys(right)
+	keys := slices.Sorted(maps.Keys(right))
 	left, err := side.lastBefore(ctx, js, keys, cfg.Keys, cfg.From, &c.stats)
 	if err != nil {
 		return nil, err

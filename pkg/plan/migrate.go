@@ -3,7 +3,8 @@ package plan
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func reseatedFrom(c *jetstream.ConsumerConfig) (jetstream.DeliverPolicy, bool) {
 // reset and that have messages left.
 func reseatWarnings(live *Live, name string, si *jetstream.StreamInfo) []string {
 	var out []string
-	for _, cname := range sortedKeys(live.Consumers[name]) {
+	for _, cname := range slices.Sorted(maps.Keys(live.Consumers[name])) {
 		ci := live.Consumers[name][cname]
 		if !migratesConsumer(&ci.Config) || !resetRefused(ci.Config.DeliverPolicy) || ci.AckFloor.Stream >= si.State.LastSeq {
 			continue
@@ -75,15 +76,6 @@ func reseatWarnings(live *Live, name string, si *jetstream.StreamInfo) []string 
 			cname, ci.AckFloor.Stream+1, strings.Trim(string(policy), `"`)))
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // resetRefused reports whether the server refuses to reset a consumer
