@@ -224,48 +224,45 @@ publoop_stop() {
 	((rc == 0)) || note "publoop exited $rc: $(cat "$OUT/publoop.$1.err") $(json_field "$PL" first_problem)"
 }
 
+# measured_move NAME CMD...: runs CMD (a move printing its summary as JSON)
+# with publoop writing to src.live all along, and sets M_S (seconds),
+# M_MSGS, M_OUTAGE_MS (jetctl's), M_CPU, M_RSS, M_SRV (server CPU) and, from
+# publoop, M_PUB, M_FOUND, M_SWITCH_MS, M_SWITCHES and M_MAXGAP_MS.
+measured_move() {
+	local name=$1 s0 s1 t0 t1
+	shift
+	publoop_start SRC2 "$name"
+	s0=$(proc_cpu "$SERVER_PID")
+	t0=$(now)
+	run_measured "$OUT/$name.json" "$OUT/$name.err" "$@"
+	measured_wait
+	t1=$(now)
+	s1=$(proc_cpu "$SERVER_PID")
+	publoop_stop "$name"
+	((CMD_RC == 0)) || die "$name failed with exit $CMD_RC: $(tail -n 5 "$OUT/$name.err")"
+	M_S=$(elapsed "$t0" "$t1")
+	M_MSGS=$(json_field "$OUT/$name.json" messages)
+	M_OUTAGE_MS=$(calc "\"%.1f\", $(json_field "$OUT/$name.json" write_outage_ns) / 1e6")
+	M_CPU=$CMD_CPU M_RSS=$CMD_RSS M_SRV=$(calc "\"%.1f\", $s1 - $s0")
+	M_PUB=$(json_field "$PL" published)
+	M_FOUND=$(json_field "$PL" found)
+	M_SWITCH_MS=$(calc "\"%.1f\", $(json_field "$PL" switch_gap_ns) / 1e6")
+	M_SWITCHES=$(grep -c '"from":' "$PL" || true)
+	M_MAXGAP_MS=$(json_field "$PL" max_gap_ms)
+}
+
 note "cutover: jetctl migrate stream SRC --as SRC2 --cutover, publoop writing to src.live all along"
-publoop_start SRC2 cutover
-s0=$(proc_cpu "$SERVER_PID")
-t0=$(now)
-run_measured "$OUT/cutover.json" "$OUT/cutover.err" "$JETCTL" migrate stream SRC --as SRC2 --cutover --yes -o json --no-progress --verbose
-measured_wait
-t1=$(now)
-s1=$(proc_cpu "$SERVER_PID")
-publoop_stop cutover
-((CMD_RC == 0)) || die "jetctl migrate --cutover failed with exit $CMD_RC: $(tail -n 5 "$OUT/cutover.err")"
-cut_s=$(elapsed "$t0" "$t1")
-cut_msgs=$(json_field "$OUT/cutover.json" messages)
-cut_outage_ms=$(calc "\"%.1f\", $(json_field "$OUT/cutover.json" write_outage_ns) / 1e6")
-cut_cpu=$CMD_CPU cut_rss=$CMD_RSS cut_srv=$(calc "\"%.1f\", $s1 - $s0")
-cut_pub=$(json_field "$PL" published)
-cut_found=$(json_field "$PL" found)
-cut_switch_ms=$(calc "\"%.1f\", $(json_field "$PL" switch_gap_ns) / 1e6")
-cut_switches=$(grep -c '"from":' "$PL" || true)
-cut_maxgap_ms=$(json_field "$PL" max_gap_ms)
+measured_move cutover "$JETCTL" migrate stream SRC --as SRC2 --cutover --yes -o json --no-progress --verbose
+cut_s=$M_S cut_msgs=$M_MSGS cut_outage_ms=$M_OUTAGE_MS cut_cpu=$M_CPU cut_rss=$M_RSS cut_srv=$M_SRV
+cut_pub=$M_PUB cut_found=$M_FOUND cut_switch_ms=$M_SWITCH_MS cut_switches=$M_SWITCHES cut_maxgap_ms=$M_MAXGAP_MS
 note "cutover: $cut_msgs messages in ${cut_s}s, outage ${cut_outage_ms} ms (jetctl), ${cut_switch_ms} ms (publoop, $cut_switches switch)"
 
 # ---------------------------------------------------------------------------
 if [[ -n $REPLACE ]]; then
 	note "replace: migrate.Replace of SRC2 ($REPLACE), publoop writing all along"
-	publoop_start SRC2 replace
-	s0=$(proc_cpu "$SERVER_PID")
-	t0=$(now)
-	run_measured "$OUT/replace.json" "$OUT/replace.err" "$BIN/replace" -stream SRC2 -change "$REPLACE"
-	measured_wait
-	t1=$(now)
-	s1=$(proc_cpu "$SERVER_PID")
-	publoop_stop replace
-	((CMD_RC == 0)) || die "migrate.Replace failed with exit $CMD_RC: $(tail -n 5 "$OUT/replace.err")"
-	rep_s=$(elapsed "$t0" "$t1")
-	rep_msgs=$(json_field "$OUT/replace.json" messages)
-	rep_outage_ms=$(calc "\"%.1f\", $(json_field "$OUT/replace.json" write_outage_ns) / 1e6")
-	rep_cpu=$CMD_CPU rep_rss=$CMD_RSS rep_srv=$(calc "\"%.1f\", $s1 - $s0")
-	rep_pub=$(json_field "$PL" published)
-	rep_found=$(json_field "$PL" found)
-	rep_switch_ms=$(calc "\"%.1f\", $(json_field "$PL" switch_gap_ns) / 1e6")
-	rep_switches=$(grep -c '"from":' "$PL" || true)
-	rep_maxgap_ms=$(json_field "$PL" max_gap_ms)
+	measured_move replace "$BIN/replace" -stream SRC2 -change "$REPLACE"
+	rep_s=$M_S rep_msgs=$M_MSGS rep_outage_ms=$M_OUTAGE_MS rep_cpu=$M_CPU rep_rss=$M_RSS rep_srv=$M_SRV
+	rep_pub=$M_PUB rep_found=$M_FOUND rep_switch_ms=$M_SWITCH_MS rep_switches=$M_SWITCHES rep_maxgap_ms=$M_MAXGAP_MS
 	note "replace: $rep_msgs messages in ${rep_s}s, outage ${rep_outage_ms} ms (summed), ${rep_switch_ms} ms (publoop, $rep_switches switches)"
 fi
 
