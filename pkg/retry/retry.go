@@ -29,7 +29,12 @@ type Policy struct {
 // the attempts or the time run out, or ctx ends; it returns fn's last
 // error (nil on success). Between tries it pauses as the policy says.
 func Do(ctx context.Context, p Policy, fn func(ctx context.Context) error) error {
-	b := p.Backoff()
+	// A value, not p.Backoff(): Do runs once per request of a sweep, and
+	// most requests are answered at the first try.
+	b := Backoff{p: p, pause: p.Pause}
+	if p.Within > 0 {
+		b.deadline = time.Now().Add(p.Within)
+	}
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil || (p.Retryable != nil && !p.Retryable(err)) ||

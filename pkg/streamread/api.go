@@ -202,9 +202,14 @@ func (a *api) directBatch(ctx context.Context, sub *nats.Subscription, req jsapi
 	n := 0
 	stopped := false
 	for {
-		wctx, cancel := a.WithTimeout(ctx)
-		msg, err := sub.NextMsgWithContext(wctx)
-		cancel()
+		// A reply that is there already needs no context and timer (a
+		// batch's replies mostly are: a sweep reads one per dead message).
+		msg, err := sub.NextMsg(0)
+		if errors.Is(err, nats.ErrTimeout) {
+			wctx, cancel := a.WithTimeout(ctx)
+			msg, err = sub.NextMsgWithContext(wctx)
+			cancel()
+		}
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				return n, fmt.Errorf("stream %q: direct get: no reply within %s", a.stream, a.Timeout)
