@@ -25,7 +25,8 @@
 #
 #   bench/dlq.sh                              # 20,000 messages of 128 B
 #   MSGS=5000 RSS_MSGS=20000 bench/dlq.sh
-#   PROFILE=1 bench/dlq.sh                    # CPU profiles of the sweep and the server
+#   PROFILE=1 bench/dlq.sh                    # CPU profiles of the sweep and the server,
+#                                             # and the sweep's allocations
 #
 # Three streams are swept, each with MSGS dead messages: JOBS (allow_direct,
 # natscli's default: the targets are checked on it), JOBSLEADER (the same
@@ -111,7 +112,7 @@ sweep_case() {
 	note "jetctl dlq sweep of $MSGS messages from $stream"
 	t0=$(now)
 	if [[ $PROFILE == 1 && $stream == JOBS ]]; then
-		JETCTL_CPUPROFILE=$OUT/sweep.prof "$JETCTL" dlq sweep --stream "$stream" >/dev/null 2>"$OUT/sweep.err" </dev/null
+		JETCTL_CPUPROFILE=$OUT/sweep.prof JETCTL_MEMPROFILE=$OUT/sweep.mem.prof "$JETCTL" dlq sweep --stream "$stream" >/dev/null 2>"$OUT/sweep.err" </dev/null
 	else
 		"$JETCTL" dlq sweep --stream "$stream" >/dev/null 2>"$OUT/sweep.err" </dev/null
 	fi
@@ -211,7 +212,7 @@ printf '%-64s %12s %10s\n' "sweep, a live msg after each / ceiling" "" "${ratio_
 printf '%-64s %12s %10s\n' "jetctl dlq redrive --rate $RATE/s ($REDRIVE_MSGS msgs, ${red_s}s)" "$red_rate" "${red_dev}%"
 printf '%-64s %12s %10s\n' "jetctl dlq redrive, unpaced ($rest msgs) / ceiling" "$red2_rate" "${ratio_red2}%"
 printf '%-64s %12s %10s\n' "jetctl dlq sweep of $RSS_MSGS msgs (moved $rss_moved): peak RSS" "$rss_rate" "${rss_mib} MiB"
-[[ $PROFILE != 1 ]] || printf '# profiles: go tool pprof %s %s/sweep.prof (and server.prof, written when the server stops)\n' "$JETCTL" "$OUT"
+[[ $PROFILE != 1 ]] || printf '# profiles: go tool pprof %s %s/sweep.prof (and sweep.mem.prof, and server.prof, written when the server stops)\n' "$JETCTL" "$OUT"
 
 status=0
 [[ $moved == "$MSGS" && $left == 0 ]] || { note "sweep moved $moved of $MSGS (left $left)"; status=1; }

@@ -217,25 +217,42 @@ func Main() int {
 }
 
 // startCPUProfile writes a CPU profile of the whole command to the file
-// $JETCTL_CPUPROFILE names, for `go tool pprof` (bench/dlq.sh profiles a
-// sweep and the `jetctl server` answering it this way); it returns what
-// stops it.
+// $JETCTL_CPUPROFILE names, and at its end the allocations it made to
+// $JETCTL_MEMPROFILE, for `go tool pprof` (bench/dlq.sh profiles a sweep
+// and the `jetctl server` answering it this way); it returns what stops
+// them.
 func startCPUProfile(ios *factory.IOStreams) func() {
-	path := os.Getenv("JETCTL_CPUPROFILE")
+	stop := func() {}
+	if path := os.Getenv("JETCTL_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(ios.ErrOut, "jetctl: warning: JETCTL_CPUPROFILE: %v\n", err)
+		} else {
+			stop = func() {
+				pprof.StopCPUProfile()
+				_ = f.Close()
+			}
+		}
+	}
+	path := os.Getenv("JETCTL_MEMPROFILE")
 	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.StartCPUProfile(f)
-	}
-	if err != nil {
-		fmt.Fprintf(ios.ErrOut, "jetctl: warning: JETCTL_CPUPROFILE: %v\n", err)
-		return func() {}
+		return stop
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
+		stop()
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(ios.ErrOut, "jetctl: warning: JETCTL_MEMPROFILE: %v\n", err)
+		}
 	}
 }
 

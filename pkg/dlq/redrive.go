@@ -126,10 +126,18 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		limiter.AllowN(time.Now(), max(1, int(cfg.Rate/4)))
 	}
 	a := jsapi.New(js)
+	var del *piped
+	if !cfg.DryRun && !cfg.Keep {
+		var err error
+		if del, err = newPiped(work, js, a); err != nil {
+			return nil, err
+		}
+		defer del.close()
+	}
 
 	// A pipeline, as the sweep's: read the DLQ -> publish (paced) -> wait
 	// for the acknowledgement, in order -> delete the DLQ copy
-	// (deleteWorkers at a time) -> report, in order. A DLQ copy is
+	// (deleteWorkers at a time, through one pipe) -> report, in order. A DLQ copy is
 	// deleted only after its publish is acknowledged; interrupted, what
 	// is not yet published is left in the DLQ.
 	in := make(chan *redriveItem, pipeDepth)
@@ -226,15 +234,19 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		}
 		it.msg, it.fut = nil, nil
 	})
-	removed := ordered(settled, pipeDepth, deleteWorkers, func(it *redriveItem) {
-		if cfg.Keep || it.rec.Status != StatusRedriven {
+	removed := orderedAsync(settled, deleteWorkers, func(it *redriveItem, done func()) {
+		if del == nil || it.rec.Status != StatusRedriven {
+			done()
 			return
 		}
-		if err := retryTransient(work, js.Conn(), a.Timeout, func() error { return a.MsgDelete(work, cfg.DLQStream, it.e.DLQSeq) }); err != nil {
-			it.rec.Status, it.rec.Error = StatusFailed, "redriven, but the DLQ copy could not be deleted: "+err.Error()
-			return
-		}
-		it.rec.DLQDeleted = true
+		del.delete(cfg.DLQStream, it.e.DLQSeq, func(err error) {
+			if err != nil {
+				it.rec.Status, it.rec.Error = StatusFailed, "redriven, but the DLQ copy could not be deleted: "+err.Error()
+			} else {
+				it.rec.DLQDeleted = true
+			}
+			done()
+		})
 	})
 	emit := func(r RedriveRecord) {
 		switch r.Status {
@@ -321,11 +333,23 @@ func Purge(ctx context.Context, js jetstream.JetStream, cfg PurgeConfig) (int, i
 			}
 		})
 	}()
-	deleted := ordered(in, pipeDepth, deleteWorkers, func(it *purgeItem) {
-		if cfg.DryRun {
+	var del *piped
+	if !cfg.DryRun {
+		var err error
+		if del, err = newPiped(work, js, a); err != nil {
+			return 0, 0, err
+		}
+		defer del.close()
+	}
+	deleted := orderedAsync(in, deleteWorkers, func(it *purgeItem, done func()) {
+		if del == nil {
+			done()
 			return
 		}
-		it.err = retryTransient(work, js.Conn(), a.Timeout, func() error { return a.MsgDelete(work, cfg.DLQStream, it.e.DLQSeq) })
+		del.delete(cfg.DLQStream, it.e.DLQSeq, func(err error) {
+			it.err = err
+			done()
+		})
 	})
 	n := 0
 	var bytes int64

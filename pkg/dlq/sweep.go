@@ -457,7 +457,7 @@ func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters 
 //	feed -> get (from the stream leader, getWorkers at a time)
 //	     -> publish the copy (async, paced by --rate)
 //	     -> wait for the copy's acknowledgement, in order
-//	     -> remove the source (deleteWorkers at a time)
+//	     -> remove the source (deleteWorkers at a time, through one pipe)
 //	     -> acknowledge the advisory, count, report: in order
 //
 // Each step for a message starts only after the one before it is
@@ -468,6 +468,11 @@ func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters 
 // finished.
 func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) error) error {
 	work := context.WithoutCancel(ctx)
+	p, err := newPiped(ctx, s.js, s.api)
+	if err != nil {
+		return err
+	}
+	defer p.close()
 	in := make(chan *item, pipeDepth)
 	var feedErr error
 	sliceLeft := 0
@@ -496,10 +501,10 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 			}
 		})
 	}()
-	got := ordered(s.prefetch(ctx, in), pipeDepth, getWorkers, func(it *item) { s.get(ctx, work, it) })
+	got := orderedAsync(s.prefetch(ctx, in), getWorkers, func(it *item, done func()) { s.get(work, p, it, done) })
 	sent := serial(got, pipeDepth, func(it *item) { s.publish(ctx, it) })
 	settled := serial(sent, pipeDepth, func(it *item) { s.settle(work, it) })
-	removed := ordered(settled, pipeDepth, deleteWorkers, func(it *item) { s.remove(ctx, work, it) })
+	removed := orderedAsync(settled, deleteWorkers, func(it *item, done func()) { s.remove(work, p, it, done) })
 	for it := range removed {
 		s.finish(it)
 	}
@@ -511,9 +516,11 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 	return feedErr
 }
 
-// get reads the dead message from the stream leader.
-func (s *sweeper) get(ctx, work context.Context, it *item) {
+// get reads the dead message from the stream leader, unless prefetch has,
+// and calls done when that is over.
+func (s *sweeper) get(work context.Context, p *piped, it *item, done func()) {
 	if it.pass != passNone {
+		done()
 		return
 	}
 	a := it.adv
@@ -522,19 +529,33 @@ func (s *sweeper) get(ctx, work context.Context, it *item) {
 	if it.scanned {
 		it.rec.FoundBy = "scan"
 	}
-	m, err := it.src, error(nil)
-	if m == nil {
-		err = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
-			m, err = s.api.MsgGet(work, s.cfg.Stream, jsapi.MsgGetRequest{Seq: a.StreamSeq})
-			return err
-		})
+	if it.src != nil {
+		s.got(work, it, it.src, nil)
+		done()
+		return
 	}
+	p.get(s.cfg.Stream, jsapi.MsgGetRequest{Seq: a.StreamSeq}, func(m *envelope.Message, err error) {
+		if errors.Is(err, jsapi.ErrNoMessage) {
+			// got asks the DLQ: not on the pipe's goroutine.
+			go func() {
+				s.got(work, it, nil, err)
+				done()
+			}()
+			return
+		}
+		s.got(work, it, m, err)
+		done()
+	})
+}
+
+// got records what the get of it's dead message found.
+func (s *sweeper) got(work context.Context, it *item, m *envelope.Message, err error) {
 	switch {
 	case errors.Is(err, jsapi.ErrNoMessage):
 		// Gone: moved by an earlier, interrupted sweep, or removed
 		// before any sweep (limits, a delete, a terminated message on
 		// a workqueue or interest stream).
-		dm, derr := s.api.MsgGet(work, s.n.DLQ, jsapi.MsgGetRequest{LastFor: s.n.DLQSubject(a.StreamSeq)})
+		dm, derr := s.api.MsgGet(work, s.n.DLQ, jsapi.MsgGetRequest{LastFor: s.n.DLQSubject(it.adv.StreamSeq)})
 		switch {
 		case derr == nil:
 			it.rec.Status, it.rec.DLQSeq, it.rec.Subject, it.rec.Size = StatusAlreadyMoved, dm.Seq, dm.Header.Get(envelope.SourceSubject), len(dm.Data)
@@ -728,31 +749,36 @@ func (s *sweeper) settle(work context.Context, it *item) {
 }
 
 // remove deletes the source message where the retention policy calls for
-// it, once its copy is acknowledged.
-func (s *sweeper) remove(ctx, work context.Context, it *item) {
-	if it.pass != passNone || it.src == nil {
+// it, once its copy is acknowledged, and calls done when that is over.
+func (s *sweeper) remove(work context.Context, p *piped, it *item, done func()) {
+	if it.pass != passNone || it.src == nil || s.cfg.DryRun {
+		done()
 		return
 	}
 	if it.rec.Status == StatusTooLarge {
 		// Only a pointer is in the DLQ: the payload stays where it is.
 		it.rec.Source, it.rec.SourceNote = SourceKept, s.tooLargeNote(it)
+		done()
 		return
 	}
 	if it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved {
+		done()
 		return
 	}
 	remove, note := s.shouldRemove(it, s.neededBy(work))
 	if !remove {
 		it.rec.Source, it.rec.SourceNote = SourceKept, note
+		done()
 		return
 	}
-	if err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
-		return s.api.MsgDelete(work, s.cfg.Stream, it.src.Seq)
-	}); err != nil {
-		it.rec.Status, it.rec.Error = StatusFailed, "copied, but the source could not be deleted: "+err.Error()
-		return
-	}
-	it.rec.Source = SourceDeleted
+	p.delete(s.cfg.Stream, it.src.Seq, func(err error) {
+		if err != nil {
+			it.rec.Status, it.rec.Error = StatusFailed, "copied, but the source could not be deleted: "+err.Error()
+		} else {
+			it.rec.Source = SourceDeleted
+		}
+		done()
+	})
 }
 
 // neededBy returns the source's consumers, for an interest stream.

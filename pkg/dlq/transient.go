@@ -28,8 +28,18 @@ func transient(err error) bool {
 // growing pause) and waits for the connection to be back (at most
 // timeout), both ending with ctx.
 func retryTransient(ctx context.Context, nc *nats.Conn, timeout time.Duration, request func() error) error {
-	var last error
-	return retry.Do(ctx, retry.Policy{Attempts: transientAttempts, Pause: 100 * time.Millisecond, Retryable: transient},
+	return retryTransientAfter(ctx, nc, timeout, nil, request)
+}
+
+// retryTransientAfter is retryTransient for a request whose first try,
+// made elsewhere (a jsapi.Pipe), failed with first, a transient error: it
+// makes the other tries, the first of them once the connection is back.
+func retryTransientAfter(ctx context.Context, nc *nats.Conn, timeout time.Duration, first error, request func() error) error {
+	attempts, last := transientAttempts, first
+	if first != nil {
+		attempts--
+	}
+	return retry.Do(ctx, retry.Policy{Attempts: attempts, Pause: 100 * time.Millisecond, Retryable: transient},
 		func(ctx context.Context) error {
 			if last != nil {
 				// Not again once ctx has ended: the sweep is stopping.

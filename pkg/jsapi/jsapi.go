@@ -6,6 +6,7 @@
 package jsapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,22 +95,6 @@ func (c *Client) WithTimeout(ctx context.Context) (context.Context, context.Canc
 	return context.WithTimeout(ctx, c.Timeout)
 }
 
-func (c *Client) request(ctx context.Context, subject string, req any) (*response, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	reply, err := c.requestRaw(ctx, subject, body)
-	if err != nil {
-		return nil, err
-	}
-	var resp response
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, err
-	}
-	return &resp, nil
-}
-
 // requestRaw sends body to the API subject and returns the reply, riding
 // out a leader election (no responders) within the request's timeout.
 func (c *Client) requestRaw(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
@@ -167,8 +152,21 @@ func (c *Client) requestTimeout(ctx context.Context, subject string, body []byte
 // MsgGet asks the stream leader for a message (coherent, unlike a direct
 // get that a lagging replica may answer).
 func (c *Client) MsgGet(ctx context.Context, stream string, req MsgGetRequest) (*envelope.Message, error) {
-	resp, err := c.request(ctx, "STREAM.MSG.GET."+stream, req)
+	body, err := json.Marshal(req)
 	if err != nil {
+		return nil, err
+	}
+	reply, err := c.requestRaw(ctx, "STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: message get: %w", stream, err)
+	}
+	return msgGetResult(stream, reply.Data)
+}
+
+// msgGetResult reads a STREAM.MSG.GET reply.
+func msgGetResult(stream string, reply []byte) (*envelope.Message, error) {
+	var resp response
+	if err := json.Unmarshal(reply, &resp); err != nil {
 		return nil, fmt.Errorf("stream %q: message get: %w", stream, err)
 	}
 	if resp.Error != nil {
@@ -200,16 +198,27 @@ func (c *Client) MsgGet(ctx context.Context, stream string, req MsgGetRequest) (
 // A sweep sends one per dead message, so its body is written by hand and
 // only the error of the reply is decoded.
 func (c *Client) MsgDelete(ctx context.Context, stream string, seq uint64) error {
-	body := strconv.AppendUint([]byte(`{"seq":`), seq, 10)
-	body = append(body, `,"no_erase":true}`...)
-	reply, err := c.requestRaw(ctx, "STREAM.MSG.DELETE."+stream, body)
+	reply, err := c.requestRaw(ctx, "STREAM.MSG.DELETE."+stream, msgDeleteBody(seq))
 	if err != nil {
 		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, err)
+	}
+	return deleteResult(stream, seq, reply.Data)
+}
+
+// msgDeleteBody is the body of a STREAM.MSG.DELETE of seq.
+func msgDeleteBody(seq uint64) []byte {
+	body := strconv.AppendUint([]byte(`{"seq":`), seq, 10)
+	return append(body, `,"no_erase":true}`...)
+}
+
+func deleteResult(stream string, seq uint64, reply []byte) error {
+	if deleted(reply) {
+		return nil
 	}
 	var resp struct {
 		Error *jetstream.APIError `json:"error,omitempty"`
 	}
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+	if err := json.Unmarshal(reply, &resp); err != nil {
 		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, err)
 	}
 	if resp.Error != nil {
@@ -220,6 +229,12 @@ func (c *Client) MsgDelete(ctx context.Context, stream string, seq uint64) error
 		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, resp.Error)
 	}
 	return nil
+}
+
+// deleted reports whether a STREAM.MSG.DELETE reply is the plain success
+// the server sends, {"type":"...","success":true}, which needs no decoding.
+func deleted(reply []byte) bool {
+	return bytes.HasSuffix(reply, []byte(`,"success":true}`)) && !bytes.Contains(reply, []byte(`"error"`))
 }
 
 // APIPrefix is the subject prefix of the JetStream API for js: its domain's,

@@ -38,3 +38,20 @@ func TestAPIPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestDeleted(t *testing.T) {
+	for _, c := range []struct {
+		reply string
+		want  bool
+	}{
+		{`{"type":"io.nats.jetstream.api.v1.stream_msg_delete_response","success":true}`, true},
+		{`{"type":"io.nats.jetstream.api.v1.stream_msg_delete_response","success":false}`, false},
+		{`{"type":"io.nats.jetstream.api.v1.stream_msg_delete_response","error":{"code":400,"err_code":10057,"description":"no message found"},"success":true}`, false},
+		{`{"type":"io.nats.jetstream.api.v1.stream_msg_delete_response","error":{"code":404,"err_code":10059,"description":"stream not found"}}`, false},
+		{``, false},
+	} {
+		if got := deleted([]byte(c.reply)); got != c.want {
+			t.Errorf("%s: %v, want %v", c.reply, got, c.want)
+		}
+	}
+}
