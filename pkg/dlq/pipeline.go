@@ -38,50 +38,12 @@ const (
 	deleteWorkers = 256
 )
 
-// ordered runs fn on up to workers values of in at a time and passes each
-// value on, once fn is done with it, in the order it came. The queue
-// behind it holds at most depth values; the output is closed after in is
-// closed and every value is passed on.
-func ordered[T any](in <-chan T, depth, workers int, fn func(T)) <-chan T {
-	type slot struct {
-		v    T
-		done chan struct{}
-	}
-	out := make(chan T, depth)
-	queue := make(chan slot, depth)
-	work := make(chan slot)
-	for range workers {
-		go func() {
-			for s := range work {
-				fn(s.v)
-				close(s.done)
-			}
-		}()
-	}
-	go func() {
-		defer close(queue)
-		defer close(work)
-		for v := range in {
-			s := slot{v: v, done: make(chan struct{})}
-			queue <- s
-			work <- s
-		}
-	}()
-	go func() {
-		defer close(out)
-		for s := range queue {
-			<-s.done
-			out <- s.v
-		}
-	}()
-	return out
-}
-
-// orderedAsync is ordered for work that ends on another goroutine: start
-// begins the work on a value and arranges for done to be called once it
-// is over. At most depth values are in the works; each is passed on, once
-// done, in the order it came.
-func orderedAsync[T any](in <-chan T, depth int, start func(v T, done func())) <-chan T {
+// ordered is a pipeline stage: start begins the work on a value of in
+// and arranges for done to be called once it is over (on any goroutine:
+// a request's reply, or a goroutine of start's own). At most depth values
+// are in the works; each is passed on, once done, in the order it came.
+// The output is closed after in is closed and every value is passed on.
+func ordered[T any](in <-chan T, depth int, start func(v T, done func())) <-chan T {
 	type slot struct {
 		v    T
 		done chan struct{}

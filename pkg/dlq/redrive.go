@@ -234,7 +234,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		}
 		it.msg, it.fut = nil, nil
 	})
-	removed := orderedAsync(settled, deleteWorkers, func(it *redriveItem, done func()) {
+	removed := ordered(settled, deleteWorkers, func(it *redriveItem, done func()) {
 		if del == nil || it.rec.Status != StatusRedriven {
 			done()
 			return
@@ -341,7 +341,7 @@ func Purge(ctx context.Context, js jetstream.JetStream, cfg PurgeConfig) (int, i
 		}
 		defer del.close()
 	}
-	deleted := orderedAsync(in, deleteWorkers, func(it *purgeItem, done func()) {
+	deleted := ordered(in, deleteWorkers, func(it *purgeItem, done func()) {
 		if del == nil {
 			done()
 			return
