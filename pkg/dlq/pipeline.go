@@ -92,18 +92,10 @@ func newPiped(ctx context.Context, js jetstream.JetStream, api *jsapi.Client) (*
 // get reads a message from the stream leader and calls done with it.
 func (p *piped) get(stream string, req jsapi.MsgGetRequest, done func(*envelope.Message, error)) {
 	p.pipe.MsgGet(stream, req, func(m *envelope.Message, err error) {
-		if err == nil || !transient(err) {
-			done(m, err)
-			return
-		}
-		go func() {
-			work := context.WithoutCancel(p.ctx)
-			err := retryTransientAfter(p.ctx, p.js.Conn(), p.api.Timeout, err, func() (err error) {
-				m, err = p.api.MsgGet(work, stream, req)
-				return err
-			})
-			done(m, err)
-		}()
+		p.again(err, func(work context.Context) (err error) {
+			m, err = p.api.MsgGet(work, stream, req)
+			return err
+		}, func(err error) { done(m, err) })
 	})
 }
 
@@ -111,17 +103,23 @@ func (p *piped) get(stream string, req jsapi.MsgGetRequest, done func(*envelope.
 // error) and calls done with the outcome.
 func (p *piped) delete(stream string, seq uint64, done func(error)) {
 	p.pipe.MsgDelete(stream, seq, func(err error) {
-		if err == nil || !transient(err) {
-			done(err)
-			return
-		}
-		go func() {
-			work := context.WithoutCancel(p.ctx)
-			done(retryTransientAfter(p.ctx, p.js.Conn(), p.api.Timeout, err, func() error {
-				return p.api.MsgDelete(work, stream, seq)
-			}))
-		}()
+		p.again(err, func(work context.Context) error { return p.api.MsgDelete(work, stream, seq) }, done)
 	})
+}
+
+// again calls done with err, the outcome of a request's try on the pipe,
+// unless it is transient: then, on a goroutine of its own, it makes the
+// other tries of retryTransient with request (and a context that nothing
+// cancels), and calls done with their outcome.
+func (p *piped) again(err error, request func(work context.Context) error, done func(error)) {
+	if err == nil || !transient(err) {
+		done(err)
+		return
+	}
+	go func() {
+		work := context.WithoutCancel(p.ctx)
+		done(retryTransientAfter(p.ctx, p.js.Conn(), p.api.Timeout, err, func() error { return request(work) }))
+	}()
 }
 
 func (p *piped) close() { p.pipe.Close() }
