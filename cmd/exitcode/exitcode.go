@@ -13,6 +13,7 @@ import (
 
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	pkglease "github.com/jetctl/jetctl/pkg/lease"
 	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/plan"
@@ -150,8 +151,8 @@ var sentinels = []struct {
 	{pkgdlq.ErrNotSetUp, NotFound},
 	{pkgdlq.ErrNoSuchEntry, NotFound},
 	{pkgdlq.ErrInvalid, Usage},
-	{pkgdlq.ErrLocked, Failure},
-	{pkgdlq.ErrLeaseLost, Failure},
+	{pkglease.ErrLocked, Failure},
+	{pkglease.ErrLost, Failure},
 	{streamread.ErrUnsupported, Usage},
 	{replay.ErrInvalid, Usage},
 	{pkgconsumer.ErrDataGone, NotFound},

@@ -10,6 +10,7 @@ import (
 
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	pkglease "github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/plan"
 	"github.com/jetctl/jetctl/pkg/replay"
@@ -34,8 +35,8 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("stream %q: %w", "X", pkgdlq.ErrNotSetUp), NotFound},
 		{fmt.Errorf("seq 9: %w", pkgdlq.ErrNoSuchEntry), NotFound},
 		{fmt.Errorf("%w: --max", pkgdlq.ErrInvalid), Usage},
-		{fmt.Errorf("%w: %w", pkgdlq.ErrLeaseLost, context.Canceled), Failure},
-		{fmt.Errorf("%w: %w", pkgdlq.ErrLocked, jetstream.ErrKeyNotFound), Failure},
+		{fmt.Errorf("%w: %w", pkglease.ErrLost, context.Canceled), Failure},
+		{fmt.Errorf("%w: %w", pkglease.ErrLocked, jetstream.ErrKeyNotFound), Failure},
 		{fmt.Errorf("reader: %w", streamread.ErrUnsupported), Usage},
 		{fmt.Errorf("checkpoint: %w", replay.ErrInvalid), Usage},
 		{fmt.Errorf("stream %q: %w", "X", &pkgconsumer.RefusedError{}), NotFound},

@@ -15,7 +15,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
-	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	pkglease "github.com/jetctl/jetctl/pkg/lease"
 )
 
 // Record is what an unlock prints.
@@ -52,8 +52,8 @@ func Begin(ctx context.Context, f *factory.Factory, dryRun, yes bool) (*output.P
 // Unlock shows who holds the lease key and, unless dryRun, removes it,
 // asking first unless yes. No lease is no error: it says so on stderr.
 func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, key string, dryRun, yes bool) error {
-	lease, err := pkgdlq.GetLease(ctx, js, key)
-	if errors.Is(err, pkgdlq.ErrNoLease) {
+	lease, err := pkglease.Get(ctx, js, key)
+	if errors.Is(err, pkglease.ErrNone) {
 		fmt.Fprintf(f.IO.ErrOut, "jetctl: nobody holds lease %s; nothing to unlock\n", key)
 		return nil
 	}
@@ -75,7 +75,7 @@ func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetst
 				return exitcode.UsageErrorf("cancelled; nothing was changed")
 			}
 		}
-		if err := pkgdlq.Unlock(ctx, js, lease); err != nil {
+		if err := pkglease.Remove(ctx, js, lease); err != nil {
 			return err
 		}
 		rec.Action = "unlocked"

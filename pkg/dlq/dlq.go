@@ -14,6 +14,8 @@ package dlq
 import (
 	"errors"
 	"fmt"
+
+	"github.com/jetctl/jetctl/pkg/lease"
 )
 
 // Headers a DLQ copy carries besides envelope's Jetctl-Source-* headers.
@@ -42,8 +44,6 @@ const (
 	roleCapture  = "capture"
 	roleDLQ      = "dlq"
 	SweepDurable = "jetctl-dlq-sweep"
-	// LockBucket is the KV bucket holding the sweep and redrive locks.
-	LockBucket = "jetctl_dlq_locks"
 )
 
 // Names are the resources that belong to one source stream's DLQ.
@@ -102,7 +102,7 @@ var (
 	// ErrNotSetUp: the capture or DLQ stream is missing.
 	ErrNotSetUp = errors.New("dlq is not set up")
 	// ErrLocked: another sweep or redrive holds the lock.
-	ErrLocked = errors.New("locked")
+	ErrLocked = lease.ErrLocked
 	// ErrInvalid: a configuration that cannot work.
 	ErrInvalid = errors.New("invalid")
 )

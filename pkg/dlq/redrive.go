@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/lease"
 )
 
 // RedriveConfig says what to send back.
@@ -101,7 +102,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 	}
 	work := context.WithoutCancel(ctx)
 	if !cfg.DryRun {
-		lock, lerr := AcquireLock(ctx, js, RedriveLockKey(cfg.DLQStream), cfg.LockTTL, "jetctl dlq unlock --redrive --dlq-stream "+cfg.DLQStream)
+		lock, lerr := lease.Acquire(ctx, js, RedriveLockKey(cfg.DLQStream), cfg.LockTTL, "jetctl dlq unlock --redrive --dlq-stream "+cfg.DLQStream)
 		if lerr != nil {
 			return nil, fmt.Errorf("stream %q: another redrive is running: %w", cfg.DLQStream, lerr)
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
@@ -26,13 +26,13 @@ const LockTTL = 30 * time.Second
 // another domain, its mirror just never hears.
 const unheardFor = 15 * time.Second
 
-// lease takes the lease of a migration of stream, or fails with ErrBusy
+// takeLease takes the lease of a migration of stream, or fails with ErrBusy
 // naming its holder. The returned context ends when the lease is lost;
 // release gives it up.
-func lease(ctx context.Context, js jetstream.JetStream, stream string) (context.Context, func(), error) {
-	lock, err := dlq.AcquireLock(ctx, js, LockKey(stream), LockTTL, "jetctl migrate unlock --stream "+stream)
+func takeLease(ctx context.Context, js jetstream.JetStream, stream string) (context.Context, func(), error) {
+	lock, err := lease.Acquire(ctx, js, LockKey(stream), LockTTL, "jetctl migrate unlock --stream "+stream)
 	if err != nil {
-		if errors.Is(err, dlq.ErrLocked) {
+		if errors.Is(err, lease.ErrLocked) {
 			return ctx, nil, fmt.Errorf("%w: %v", ErrBusy, err)
 		}
 		return ctx, nil, err
@@ -269,7 +269,7 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 	}
 	if !m.hop.lockHeld {
 		var release func()
-		if ctx, release, err = lease(ctx, m.src.JS, m.srcName); err != nil {
+		if ctx, release, err = takeLease(ctx, m.src.JS, m.srcName); err != nil {
 			return nil, err
 		}
 		defer release()

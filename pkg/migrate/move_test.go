@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
+	"github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/migrate"
 )
 
@@ -214,7 +214,7 @@ func TestMoveRefusedWhileAnotherRuns(t *testing.T) {
 	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := dlq.AcquireLock(ctx(t), js, migrate.LockKey("ORDERS"), time.Minute, "")
+	lock, err := lease.Acquire(ctx(t), js, migrate.LockKey("ORDERS"), time.Minute, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 	secondOnly := (xok && xst != nil && xst.Source == tmp) || (!xok && tok && tst != nil && tst.Phase == phaseHeld)
 	if !opts.DryRun {
 		var release func()
-		if ctx, release, err = lease(ctx, js, name); err != nil {
+		if ctx, release, err = takeLease(ctx, js, name); err != nil {
 			return nil, err
 		}
 		defer release()

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package dlq
+package lease
 
 // processExists cannot tell here: a lease is taken over after its TTL only.
 func processExists(pid int) bool { return true }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package dlq
+package lease
 
 import (
 	"errors"

@@ -1,4 +1,7 @@
-package dlq
+// Package lease is jetctl's one lease: a key in a KV bucket that one
+// process at a time holds while it changes something that two must not
+// change at once (a dlq sweep or redrive of a stream, a migration).
+package lease
 
 import (
 	"context"
@@ -12,10 +15,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// DefaultLockTTL is how long a lock outlives a holder that died.
-const DefaultLockTTL = 30 * time.Second
+// DefaultTTL is how long a lock outlives a holder that died.
+const DefaultTTL = 30 * time.Second
 
-// Lock is a lease on a key of the LockBucket: created only if absent, kept
+// Bucket is the KV bucket holding the leases. Its name is from when only
+// dlq had leases; it stays, so that a lease an older jetctl holds is seen.
+const Bucket = "jetctl_dlq_locks"
+
+// ErrLocked: another process holds the lease.
+var ErrLocked = errors.New("locked")
+
+// Lock is a lease on a key of the Bucket: created only if absent, kept
 // alive by its holder, and taken over by anyone once the holder has not
 // renewed it for its TTL (the holder's TTL, stored in the lease), or at
 // once when the holder ran on this host, in this process namespace, and
@@ -42,7 +52,7 @@ type lockValue struct {
 	TTL    time.Duration `json:"ttl"`
 }
 
-// Lease is a lease as read from the LockBucket.
+// Lease is a lease as read from the Bucket.
 type Lease struct {
 	Key    string
 	Holder string
@@ -76,16 +86,16 @@ func (l Lease) Describe() string {
 	return fmt.Sprintf("pid %d on %s since %s", l.PID, l.Holder, l.Since.Format(time.RFC3339))
 }
 
-// ErrLeaseLost: another process took the lease over, or it was unlocked,
+// ErrLost: another process took the lease over, or it was unlocked,
 // while its holder was working.
-var ErrLeaseLost = errors.New("lost its lease")
+var ErrLost = errors.New("lost its lease")
 
-func lockBucket(ctx context.Context, js jetstream.JetStream, create bool) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, LockBucket)
+func bucket(ctx context.Context, js jetstream.JetStream, create bool) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && create {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LockBucket, Description: "jetctl dlq sweep and redrive locks", History: 1})
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, Description: "jetctl dlq sweep and redrive locks", History: 1})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, LockBucket)
+			kv, err = js.KeyValue(ctx, Bucket)
 		}
 	}
 	return kv, err
@@ -104,15 +114,15 @@ func readLease(ctx context.Context, kv jetstream.KeyValue, key string, defaultTT
 	return Lease{Key: key, Holder: v.Holder, PID: v.PID, PIDNS: v.PIDNS, Since: v.Since, TTL: v.TTL, Renewed: e.Created(), Revision: e.Revision()}, nil
 }
 
-// AcquireLock takes the lock on key, or fails with ErrLocked naming the
+// Acquire takes the lock on key, or fails with ErrLocked naming the
 // holder and unlockHint (the command that removes the lease).
-func AcquireLock(ctx context.Context, js jetstream.JetStream, key string, ttl time.Duration, unlockHint string) (*Lock, error) {
+func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.Duration, unlockHint string) (*Lock, error) {
 	if ttl <= 0 {
-		ttl = DefaultLockTTL
+		ttl = DefaultTTL
 	}
-	kv, err := lockBucket(ctx, js, true)
+	kv, err := bucket(ctx, js, true)
 	if err != nil {
-		return nil, fmt.Errorf("lock bucket %q: %w", LockBucket, err)
+		return nil, fmt.Errorf("lock bucket %q: %w", Bucket, err)
 	}
 	host, _ := os.Hostname()
 	val, _ := json.Marshal(lockValue{Holder: host, PID: os.Getpid(), PIDNS: pidNamespace(), Since: time.Now().UTC(), TTL: ttl})
@@ -152,18 +162,18 @@ func startLock(kv jetstream.KeyValue, key string, ttl time.Duration, rev uint64,
 	return l
 }
 
-// GetLease reads the lease on key; ErrNoLease when nobody holds it.
-func GetLease(ctx context.Context, js jetstream.JetStream, key string) (Lease, error) {
-	kv, err := lockBucket(ctx, js, false)
+// Get reads the lease on key; ErrNone when nobody holds it.
+func Get(ctx context.Context, js jetstream.JetStream, key string) (Lease, error) {
+	kv, err := bucket(ctx, js, false)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return Lease{}, fmt.Errorf("%w: %s", ErrNoLease, key)
+		return Lease{}, fmt.Errorf("%w: %s", ErrNone, key)
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("lock bucket %q: %w", LockBucket, err)
+		return Lease{}, fmt.Errorf("lock bucket %q: %w", Bucket, err)
 	}
-	l, err := readLease(ctx, kv, key, DefaultLockTTL)
+	l, err := readLease(ctx, kv, key, DefaultTTL)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Lease{}, fmt.Errorf("%w: %s", ErrNoLease, key)
+		return Lease{}, fmt.Errorf("%w: %s", ErrNone, key)
 	}
 	if err != nil {
 		return Lease{}, fmt.Errorf("lock %q: %w", key, err)
@@ -171,16 +181,16 @@ func GetLease(ctx context.Context, js jetstream.JetStream, key string) (Lease, e
 	return l, nil
 }
 
-// ErrNoLease: nobody holds the lease.
-var ErrNoLease = errors.New("no lease")
+// ErrNone: nobody holds the lease.
+var ErrNone = errors.New("no lease")
 
-// Unlock removes the lease l as it was read: if its holder renewed it
+// Remove removes the lease l as it was read: if its holder renewed it
 // since, it is alive and the lease stays (ErrLocked). A live holder whose
 // lease is removed stops at its next renewal.
-func Unlock(ctx context.Context, js jetstream.JetStream, l Lease) error {
-	kv, err := lockBucket(ctx, js, false)
+func Remove(ctx context.Context, js jetstream.JetStream, l Lease) error {
+	kv, err := bucket(ctx, js, false)
 	if err != nil {
-		return fmt.Errorf("lock bucket %q: %w", LockBucket, err)
+		return fmt.Errorf("lock bucket %q: %w", Bucket, err)
 	}
 	if err := kv.Delete(ctx, l.Key, jetstream.LastRevision(l.Revision)); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -220,12 +230,12 @@ func (l *Lock) renew(val []byte) {
 // (this one failed to renew it in time): the holder must stop.
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
 
-// LostErr is ErrLeaseLost, with the key, once the lease was lost; nil before.
+// LostErr is ErrLost, with the key, once the lease was lost; nil before.
 func (l *Lock) LostErr() error {
 	select {
 	case <-l.lost:
 		return fmt.Errorf("%w %s: another process took it over or unlocked it (it was not renewed within --lock-ttl %s, or jetctl dlq unlock removed it); "+
-			"stopped after the work in flight", ErrLeaseLost, l.key, l.ttl)
+			"stopped after the work in flight", ErrLost, l.key, l.ttl)
 	default:
 		return nil
 	}
