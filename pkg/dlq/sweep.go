@@ -762,7 +762,7 @@ func (s *sweeper) settle(work context.Context, it *item) {
 // remove deletes the source message where the retention policy calls for
 // it, once its copy is acknowledged, and calls done when that is over.
 func (s *sweeper) remove(work context.Context, p *piped, it *item, done func()) {
-	if it.pass != passNone || it.src == nil || s.cfg.DryRun {
+	if it.pass != passNone || it.src == nil {
 		done()
 		return
 	}
