@@ -52,15 +52,6 @@ func (a Advisory) DeadReason() string {
 	return ReasonMaxDeliver
 }
 
-// Key identifies the dead message: duplicates of an advisory share it.
-func (a Advisory) Key() MsgKey { return MsgKey{Stream: a.Stream, Seq: a.StreamSeq} }
-
-// MsgKey is a stored message's identity.
-type MsgKey struct {
-	Stream string
-	Seq    uint64
-}
-
 // serverTermReasons are the reasons of terminations the server itself
 // causes when a stream limit or a delete removes an unacknowledged
 // message: the message is gone, it is no dead letter.
@@ -81,21 +72,4 @@ func (a Advisory) ServerCaused() bool {
 		}
 	}
 	return false
-}
-
-// Dedup remembers the dead messages seen, so that duplicate advisories
-// (restarts, leader changes, a max-deliveries and a terminated advisory for
-// the same message) lead to one copy.
-type Dedup struct{ seen map[MsgKey]bool }
-
-// First reports whether k is seen for the first time, and remembers it.
-func (d *Dedup) First(k MsgKey) bool {
-	if d.seen == nil {
-		d.seen = make(map[MsgKey]bool)
-	}
-	if d.seen[k] {
-		return false
-	}
-	d.seen[k] = true
-	return true
 }

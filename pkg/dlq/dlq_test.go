@@ -17,7 +17,7 @@ func TestParseAdvisory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.DeadReason() != ReasonMaxDeliver || a.Key() != (MsgKey{"ORDERS", 42}) || a.Deliveries != 5 || a.ServerCaused() {
+	if a.DeadReason() != ReasonMaxDeliver || a.Stream != "ORDERS" || a.StreamSeq != 42 || a.Deliveries != 5 || a.ServerCaused() {
 		t.Errorf("max_deliver advisory read as %+v", a)
 	}
 	term := `{"type":"io.nats.jetstream.advisory.v1.terminated","stream":"ORDERS","consumer":"billing","stream_seq":7,"consumer_seq":9,"deliveries":1,"reason":"bad payload"}`
@@ -46,13 +46,6 @@ func TestServerCaused(t *testing.T) {
 	}
 	if (Advisory{Type: TypeMaxDeliver, Reason: "Message deleted by stream limits"}).ServerCaused() {
 		t.Error("a max_deliver advisory is never server-caused")
-	}
-}
-
-func TestDedup(t *testing.T) {
-	var d Dedup
-	if !d.First(MsgKey{"S", 1}) || d.First(MsgKey{"S", 1}) || !d.First(MsgKey{"S", 2}) || !d.First(MsgKey{"T", 1}) {
-		t.Error("Dedup does not key on (stream, seq)")
 	}
 }
 
