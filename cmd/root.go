@@ -208,7 +208,7 @@ func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ios := factory.System()
-	defer startCPUProfile(ios)()
+	defer startProfiles(ios)()
 	err := run(ctx, os.Args[1:], ios, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 	if msg := exitcode.Message(err); msg != "" {
 		fmt.Fprintf(ios.ErrOut, "jetctl: %s\n", msg)
@@ -216,12 +216,12 @@ func Main() int {
 	return exitcode.Of(err)
 }
 
-// startCPUProfile writes a CPU profile of the whole command to the file
+// startProfiles writes a CPU profile of the whole command to the file
 // $JETCTL_CPUPROFILE names, and at its end the allocations it made to
 // $JETCTL_MEMPROFILE, for `go tool pprof` (bench/dlq.sh profiles a sweep
 // and the `jetctl server` answering it this way); it returns what stops
 // them.
-func startCPUProfile(ios *factory.IOStreams) func() {
+func startProfiles(ios *factory.IOStreams) func() {
 	stop := func() {}
 	if path := os.Getenv("JETCTL_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)

@@ -70,9 +70,9 @@ func ordered[T any](in <-chan T, depth int, start func(v T, done func())) <-chan
 
 // piped makes the gets and deletes of a pipeline stage through one
 // jsapi.Pipe: no goroutine waits on each request (with that, a sweep's
-// CPU per message fell from about 35-40 µs to 25 µs). A request the server did not answer (a
-// restart, an election) is tried again with retryTransient's tries,
-// ended by ctx.
+// CPU per message fell from about 35-40 µs to 25 µs). A request the
+// server did not answer (a restart, an election) is tried again with
+// retryTransient's tries, ended by ctx.
 type piped struct {
 	ctx  context.Context
 	api  *jsapi.Client

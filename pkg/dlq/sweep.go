@@ -762,23 +762,7 @@ func (s *sweeper) settle(work context.Context, it *item) {
 // remove deletes the source message where the retention policy calls for
 // it, once its copy is acknowledged, and calls done when that is over.
 func (s *sweeper) remove(work context.Context, p *piped, it *item, done func()) {
-	if it.pass != passNone || it.src == nil {
-		done()
-		return
-	}
-	if it.rec.Status == StatusTooLarge {
-		// Only a pointer is in the DLQ: the payload stays where it is.
-		it.rec.Source, it.rec.SourceNote = SourceKept, s.tooLargeNote(it)
-		done()
-		return
-	}
-	if it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved {
-		done()
-		return
-	}
-	remove, note := s.shouldRemove(it, s.neededBy(work))
-	if !remove {
-		it.rec.Source, it.rec.SourceNote = SourceKept, note
+	if !s.deletes(work, it) {
 		done()
 		return
 	}
@@ -790,6 +774,26 @@ func (s *sweeper) remove(work context.Context, p *piped, it *item, done func()) 
 		}
 		done()
 	})
+}
+
+// deletes says whether it's source message is to be deleted now; where it
+// stays on purpose (too large to copy, still needed), it records why.
+func (s *sweeper) deletes(work context.Context, it *item) bool {
+	switch {
+	case it.pass != passNone || it.src == nil:
+		return false
+	case it.rec.Status == StatusTooLarge:
+		// Only a pointer is in the DLQ: the payload stays where it is.
+		it.rec.Source, it.rec.SourceNote = SourceKept, s.tooLargeNote(it)
+		return false
+	case it.rec.Status != StatusMoved && it.rec.Status != StatusAlreadyMoved:
+		return false
+	}
+	remove, note := s.shouldRemove(it, s.neededBy(work))
+	if !remove {
+		it.rec.Source, it.rec.SourceNote = SourceKept, note
+	}
+	return remove
 }
 
 // neededBy returns the source's consumers, for an interest stream.
