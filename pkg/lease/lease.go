@@ -4,6 +4,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,18 +30,20 @@ var ErrLocked = errors.New("locked")
 // alive by its holder, and taken over by anyone once the holder has not
 // renewed it for its TTL (the holder's TTL, stored in the lease), or at
 // once when the holder ran on this host, in this process namespace, and
-// its process no longer exists (a SIGKILLed sweep). Unlock removes a lease
+// its process no longer exists (a SIGKILLed sweep). Remove removes a lease
 // whatever its state.
 type Lock struct {
-	kv     jetstream.KeyValue
-	key    string
-	ttl    time.Duration
-	mu     sync.Mutex
-	rev    uint64
-	lost   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
-	closed bool
+	kv  jetstream.KeyValue
+	key string
+	ttl time.Duration
+	// unlockHint is the command that removes the lease, for messages.
+	unlockHint string
+	mu         sync.Mutex
+	rev        uint64
+	lost       chan struct{}
+	stop       chan struct{}
+	done       chan struct{}
+	closed     bool
 }
 
 // lockValue is what a lease stores.
@@ -135,7 +138,7 @@ func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.D
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s was taken by another process just now", ErrLocked, key)
 			}
-			return startLock(kv, key, ttl, rev, val), nil
+			return startLock(kv, key, ttl, rev, val, unlockHint), nil
 		}
 		if gerr != nil {
 			return nil, fmt.Errorf("lock %q: %w", key, gerr)
@@ -153,11 +156,11 @@ func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.D
 	} else if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", key, err)
 	}
-	return startLock(kv, key, ttl, rev, val), nil
+	return startLock(kv, key, ttl, rev, val, unlockHint), nil
 }
 
-func startLock(kv jetstream.KeyValue, key string, ttl time.Duration, rev uint64, val []byte) *Lock {
-	l := &Lock{kv: kv, key: key, ttl: ttl, rev: rev, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func startLock(kv jetstream.KeyValue, key string, ttl time.Duration, rev uint64, val []byte, unlockHint string) *Lock {
+	l := &Lock{kv: kv, key: key, ttl: ttl, unlockHint: unlockHint, rev: rev, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew(val)
 	return l
 }
@@ -234,8 +237,8 @@ func (l *Lock) Lost() <-chan struct{} { return l.lost }
 func (l *Lock) LostErr() error {
 	select {
 	case <-l.lost:
-		return fmt.Errorf("%w %s: another process took it over or unlocked it (it was not renewed within --lock-ttl %s, or jetctl dlq unlock removed it); "+
-			"stopped after the work in flight", ErrLost, l.key, l.ttl)
+		return fmt.Errorf("%w %s: another process took it over or unlocked it (it was not renewed within its TTL of %s, or %s removed it); "+
+			"stopped after the work in flight", ErrLost, l.key, l.ttl, cmp.Or(l.unlockHint, "an unlock"))
 	default:
 		return nil
 	}

@@ -22,7 +22,7 @@ func TestAcquireGetRemoveLost(t *testing.T) {
 	if _, err := lease.Get(ctx, js, "sweep.JOBS"); !errors.Is(err, lease.ErrNone) {
 		t.Fatalf("no bucket yet: %v", err)
 	}
-	held, err := lease.Acquire(ctx, js, "sweep.JOBS", 300*time.Millisecond, "")
+	held, err := lease.Acquire(ctx, js, "sweep.JOBS", 300*time.Millisecond, "jetctl dlq unlock --stream JOBS")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestAcquireGetRemoveLost(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the holder did not learn that it lost its lease")
 	}
-	if err := held.LostErr(); !errors.Is(err, lease.ErrLost) {
+	if err := held.LostErr(); !errors.Is(err, lease.ErrLost) || !strings.Contains(err.Error(), "or jetctl dlq unlock --stream JOBS removed it") {
 		t.Fatalf("LostErr: %v", err)
 	}
 	again, err := lease.Acquire(ctx, js, "sweep.JOBS", time.Minute, "")
