@@ -41,7 +41,9 @@ this one). The target's server copies it as a mirror, keeping sequence
 numbers, timestamps and headers, and jetctl compares the copy with the
 source message by message while the source keeps taking writes. Without
 --cutover the target stays a live, verified mirror of the source; run
-again with --cutover to finish.
+again with --cutover to finish. A workqueue source, which a mirror would
+drain, is copied by jetctl instead (as between servers with no route,
+below), reading it without consuming anything.
 
 --cutover pauses the source's durable consumers and takes its subjects off
 it (publishes get no stream: the write outage starts), waits for the last
@@ -226,12 +228,18 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 		return fmt.Sprintf("dry run: would copy %s of %s to %s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, consumers)
 	case s.DryRun:
 		return fmt.Sprintf("dry run: would copy %s of %s to %s and verify it; nothing was changed", msgs, s.Stream, target)
+	case s.Cutover && s.CopyReason == "workqueue":
+		return fmt.Sprintf("migrated %s to %s by copying (a mirror would drain a workqueue source; original times in the Jetctl-Migrate-Time header): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
+			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
 	case s.Cutover && s.Mechanism == "copy":
 		return fmt.Sprintf("migrated %s to %s by copying (no route between the servers; original times in the Jetctl-Migrate-Time header): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s; point the clients at the target's server",
 			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
 	case s.Cutover:
 		return fmt.Sprintf("migrated %s to %s: %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
 			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
+	case s.CopyReason == "workqueue":
+		return fmt.Sprintf("copied %s to %s (a workqueue source, which a mirror would drain: jetctl copied; original times in the Jetctl-Migrate-Time header): %s, verified; the source is unchanged; a run with --cutover copies what came since and moves the subjects and consumers; took %s",
+			s.Stream, target, msgs, s.Elapsed.Round(time.Millisecond))
 	case s.Mechanism == "copy":
 		return fmt.Sprintf("copied %s to %s (no route between the servers: jetctl copied): %s, verified; a run with --cutover copies what came since and moves the subjects and consumers; took %s",
 			s.Stream, target, msgs, s.Elapsed.Round(time.Millisecond))

@@ -72,6 +72,10 @@ const (
 
 const mechanismCopy = "copy"
 
+// CopySubjectPrefix is the prefix under which jetctl's copy to target is
+// published when the target's server can reach the source's.
+func CopySubjectPrefix(target string) string { return "_jetctl.copy." + target }
+
 // copyWindow is how many publishes of the copy wait for their acks at
 // most; copyAckWait how long one ack is waited for; copyAttempts how many
 // times a copy round starts again from the target's last sequence after a
@@ -89,7 +93,7 @@ func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
 	return m.run(ctx, way{
 		mechanism: mechanismCopy,
 		check: func(final jetstream.StreamConfig, si *jetstream.StreamInfo) error {
-			_, err := copyConfig(final, si, m.dstName)
+			_, err := copyConfig(final, si, m.dstName, m.copyPrefix)
 			return err
 		},
 		create:  m.createCopy,
@@ -101,8 +105,11 @@ func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
 // copyConfig is the target while jetctl copies into it: final's settings
 // with the source's subjects and the placeholder, starting at the source's
 // first sequence, without what would change or drop a copy (limits,
-// transforms, republish, interest retention, no-ack).
-func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target string) (jetstream.StreamConfig, error) {
+// transforms, republish, interest retention, no-ack). With a prefix (the
+// servers reach each other, so the source's subjects cannot be the
+// target's yet) it listens on prefix.> instead of the source's subjects
+// and a subject transform takes the prefix off what it stores.
+func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, prefix string) (jetstream.StreamConfig, error) {
 	c, err := mirrorConfig(final, si.Config.Name, "")
 	if err != nil {
 		return c, err
@@ -113,6 +120,10 @@ func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target s
 		subjects = []string{si.Config.Name}
 	}
 	c.Subjects = append(slices.Clone(subjects), PlaceholderSubject(target))
+	if prefix != "" {
+		c.Subjects = []string{prefix + ".>", PlaceholderSubject(target)}
+		c.SubjectTransform = &jetstream.SubjectTransformConfig{Source: prefix + ".>", Destination: ">"}
+	}
 	c.FirstSeq = max(si.State.FirstSeq, 1)
 	if c.FirstSeq == 1 {
 		c.FirstSeq = 0
@@ -130,8 +141,8 @@ func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target s
 // sequence, with the move's state.
 func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetstream.Stream, *state, error) {
 	final := m.finalConfig(si)
-	st := &state{Source: m.srcName, Phase: phaseCopying, Mechanism: mechanismCopy, Final: final, SourceSubjects: si.Config.Subjects}
-	cc, err := copyConfig(final, si, m.dstName)
+	st := &state{Source: m.srcName, Phase: phaseCopying, Mechanism: mechanismCopy, CopyPrefix: m.copyPrefix, Final: final, SourceSubjects: si.Config.Subjects}
+	cc, err := copyConfig(final, si, m.dstName, m.copyPrefix)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,7 +324,11 @@ func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, 
 		if hashes != nil {
 			*hashes = append(*hashes, msgHash{Seq: e.Seq, Hash: sourceHash(e)})
 		}
-		msg := &nats.Msg{Subject: e.Subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}
+		subject := e.Subject
+		if m.copyPrefix != "" {
+			subject = m.copyPrefix + "." + subject
+		}
+		msg := &nats.Msg{Subject: subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}
 		if err = p.publish(ctx, msg, e.Seq); err != nil {
 			break
 		}

@@ -19,6 +19,8 @@ type stored struct {
 	subj, data string
 	hdr        nats.Header
 	t          time.Time
+	// orig is the original time: t, or what jetctl's copy kept in a header.
+	orig time.Time
 }
 
 // storedMsgs reads every message of stream name by sequence, headers as
@@ -39,6 +41,7 @@ func storedMsgs(t *testing.T, js jetstream.JetStream, name string, copied bool) 
 		if err != nil {
 			continue
 		}
+		orig := origTime(t, m)
 		h := m.Header
 		for _, k := range []string{"Nats-Stream", "Nats-Subject", "Nats-Sequence", "Nats-Time-Stamp"} {
 			delete(h, k) // a direct get's (none is stored here)
@@ -49,7 +52,7 @@ func storedMsgs(t *testing.T, js jetstream.JetStream, name string, copied bool) 
 		if len(h) == 0 {
 			h = nil
 		}
-		out[seq] = stored{m.Subject, string(m.Data), h, m.Time}
+		out[seq] = stored{m.Subject, string(m.Data), h, m.Time, orig}
 	}
 	return out, si
 }

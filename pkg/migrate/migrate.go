@@ -92,15 +92,19 @@ type ConsumerMove struct {
 
 // Summary is what a move did.
 type Summary struct {
-	Stream    string         `json:"stream"`
-	Target    string         `json:"target"`
-	Mechanism string         `json:"mechanism"`
-	Messages  uint64         `json:"messages"`
-	Bytes     uint64         `json:"bytes"`
-	FirstSeq  uint64         `json:"first_seq"`
-	LastSeq   uint64         `json:"last_seq"`
-	Consumers []ConsumerMove `json:"consumers"`
-	Verified  bool           `json:"verified"`
+	Stream    string `json:"stream"`
+	Target    string `json:"target"`
+	Mechanism string `json:"mechanism"`
+	// CopyReason says why jetctl copied rather than a mirror: "no-route"
+	// (the target's server cannot read the source's) or "workqueue" (a
+	// mirror would drain a workqueue source); "" for a mirror.
+	CopyReason string         `json:"copy_reason,omitempty"`
+	Messages   uint64         `json:"messages"`
+	Bytes      uint64         `json:"bytes"`
+	FirstSeq   uint64         `json:"first_seq"`
+	LastSeq    uint64         `json:"last_seq"`
+	Consumers  []ConsumerMove `json:"consumers"`
+	Verified   bool           `json:"verified"`
 	// Digest is a SHA-256 over every message verified (sequence, subject,
 	// headers, payload, timestamp), the same on both sides.
 	Digest  string `json:"digest,omitempty"`

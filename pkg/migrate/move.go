@@ -83,6 +83,12 @@ type mover struct {
 	dstHashes []msgHash
 	verified  uint64            // the prefix up to here is verified
 	notes     map[string]string // consumer: how its config had to change
+	// copyPrefix, for jetctl's copy between servers that can reach each
+	// other (a workqueue source), is the subject prefix the copy is
+	// published under: the target takes it off again with a subject
+	// transform, and the source, listening on the bare subjects, never
+	// sees the copy.
+	copyPrefix string
 }
 
 // Stream moves one stream: see the package comment.
@@ -104,7 +110,7 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	api, same, err := reach(ctx, src, dst)
 	if errors.Is(err, ErrUnreachable) && clientCopy != nil {
 		// No route between the servers: jetctl copies (clientcopy.go).
-		m.sum.Mechanism = "copy"
+		m.sum.Mechanism, m.sum.CopyReason = "copy", "no-route"
 		return clientCopy(ctx, m)
 	}
 	if err != nil {
@@ -114,7 +120,41 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	if same && m.srcName == m.dstName {
 		return nil, fmt.Errorf("%w: the target is the source (%q on the same server); give another name or another server", ErrInvalid, m.srcName)
 	}
+	if byCopy, err := m.workqueueCopy(ctx); err != nil {
+		return nil, err
+	} else if byCopy && clientCopy != nil {
+		// A mirror drains a workqueue origin: jetctl copies, reading the
+		// source without consuming it (clientcopy.go).
+		m.sum.Mechanism, m.sum.CopyReason = "copy", "workqueue"
+		m.copyPrefix = CopySubjectPrefix(m.dstName)
+		return clientCopy(ctx, m)
+	}
 	return m.run(ctx, m.mirrorWay())
+}
+
+// workqueueCopy says whether this move copies with jetctl although a
+// mirror could: a mirror's reads take messages out of a workqueue origin
+// (TestFactMirrorDrainsWorkqueueOrigin), so a workqueue source is copied
+// by jetctl, which reads it with direct gets and consumes nothing. A move
+// already begun goes on the way it began (the target's state says which).
+func (m *mover) workqueueCopy(ctx context.Context) (bool, error) {
+	ti, err := m.dst.JS.Stream(ctx, m.dstName)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return false, fmt.Errorf("target %q: %w", m.dstName, err)
+	default:
+		if st, err := readState(ti.CachedInfo()); err == nil && st != nil && st.Source == m.srcName && st.Phase != phaseHeld {
+			// A copy begun with no route between the servers holds the
+			// source's subjects: with a route it cannot go on (run says so).
+			return st.Mechanism == mechanismCopy && st.CopyPrefix != "", nil
+		}
+	}
+	si, err := m.src.JS.Stream(ctx, m.srcName)
+	if err != nil {
+		return false, nil // run says what is wrong with the source
+	}
+	return si.CachedInfo().Config.Retention == jetstream.WorkQueuePolicy, nil
 }
 
 // ErrInvalid: the move asked for is not possible; nothing was changed.
@@ -217,6 +257,7 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
 		}
 		m.sum.Resumed = true
+		m.copyPrefix = st.CopyPrefix
 	}
 	si, err := m.src.JS.Stream(ctx, m.srcName)
 	var sinfo *jetstream.StreamInfo
@@ -298,6 +339,14 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 	if st.Phase == phaseCopying || st.Phase == phaseCutover {
 		if tinfo, err = w.cutover(ctx, tinfo, st); err != nil {
 			return nil, err
+		}
+	} else if v := st.Verified; v != nil {
+		// Promoted by a run that was killed: report what it verified
+		// and the outage it measured.
+		m.sum.Verified, m.sum.Digest = true, v.Digest
+		m.sum.Messages, m.sum.Bytes, m.sum.FirstSeq, m.sum.LastSeq = v.Messages, v.Bytes, v.FirstSeq, v.LastSeq
+		if !st.OutageStart.IsZero() {
+			m.sum.WriteOutage = v.Promoted.Sub(st.OutageStart).Round(time.Microsecond)
 		}
 	}
 	return m.finish(ctx, tinfo, st)

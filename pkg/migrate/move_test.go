@@ -32,9 +32,24 @@ func snapshot(t *testing.T, js jetstream.JetStream, name string) map[uint64]snap
 		if err != nil {
 			continue
 		}
-		out[seq] = snap{m.Subject, string(m.Data), m.Time}
+		out[seq] = snap{m.Subject, string(m.Data), origTime(t, m)}
 	}
 	return out
+}
+
+// origTime is a message's original time: its own, or the one jetctl's copy
+// kept in a header.
+func origTime(t *testing.T, m *jetstream.RawStreamMsg) time.Time {
+	t.Helper()
+	h := m.Header.Get(migrate.HeaderTime)
+	if h == "" {
+		return m.Time.UTC()
+	}
+	tm, err := time.Parse(time.RFC3339Nano, h)
+	if err != nil {
+		t.Fatalf("seq %d: %s %q: %v", m.Sequence, migrate.HeaderTime, h, err)
+	}
+	return tm.UTC()
 }
 
 func TestMoveWithCutoverKeepsMessagesAndPositions(t *testing.T) {
@@ -94,6 +109,9 @@ func TestMoveWithCutoverKeepsMessagesAndPositions(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("summary %+v", sum)
+			if want := map[bool]string{true: "copy", false: "mirror"}[tc.retention == jetstream.WorkQueuePolicy]; sum.Mechanism != want {
+				t.Errorf("mechanism %q, want %q (a mirror drains a workqueue source)", sum.Mechanism, want)
+			}
 			if _, err := js.Stream(ctx(t), "ORDERS"); err == nil {
 				t.Fatal("source still there")
 			}

@@ -84,6 +84,19 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		tcfg := cfg
 		tcfg.Name = tmp
 		tcfg.AllowDirect = true // read by the second move
+		if cfg.Retention == jetstream.WorkQueuePolicy {
+			// The temporary stream keeps limits retention, so that the
+			// second move can copy it with a mirror (which keeps the
+			// timestamps) without draining it; a workqueue source would
+			// be copied by jetctl. The consumers must fit a workqueue
+			// before the first move starts.
+			tcfg.Retention = jetstream.LimitsPolicy
+			if cs, err := durables(ctx, js, name); err == nil {
+				if err := workqueueConsumers(cs); err != nil {
+					return nil, fmt.Errorf("%w: stream %q: %v; nothing was changed", ErrInvalid, name, err)
+				}
+			}
+		}
 		first, err = stream(ctx, ep, ep, Config{Stream: name, Target: tmp, TargetConfig: &tcfg, Cutover: true, DryRun: opts.DryRun, Progress: opts.Progress, AtStep: numbered(opts.AtStep, 1)}, hop{lockHeld: true, hold: true})
 		if err != nil {
 			return nil, err

@@ -29,6 +29,12 @@ type state struct {
 	// Mechanism is "copy" when jetctl copies (no route between the
 	// servers, clientcopy.go), "" for a mirror.
 	Mechanism string `json:"mechanism,omitempty"`
+	// CopyPrefix is the subject prefix jetctl's copy publishes under when
+	// the target's server can reach the source's (a workqueue source): the
+	// target listens there and takes the prefix off with a subject
+	// transform until the cutover gives it the source's subjects. "" for a
+	// copy with no route, whose target holds the subjects from the start.
+	CopyPrefix string `json:"copy_prefix,omitempty"`
 	// Final is the target's config once promoted (subjects included,
 	// without this state).
 	Final jetstream.StreamConfig `json:"final"`
@@ -43,6 +49,9 @@ type state struct {
 	Consumers []savedConsumer `json:"consumers,omitempty"`
 	// OutageStart is when the source's subjects were taken off it.
 	OutageStart time.Time `json:"outage_start,omitzero"`
+	// Verified is the cutover's verification, kept with the promotion so
+	// that a rerun after a kill reports what was verified.
+	Verified *verifiedState `json:"verified,omitempty"`
 	// Hold keeps the consumers paused after the promotion (the first hop
 	// of a replacement: a second hop follows).
 	Hold bool `json:"hold,omitempty"`
@@ -112,4 +121,16 @@ func userMetadata(md map[string]string) map[string]string {
 		return nil
 	}
 	return out
+}
+
+// verifiedState is what a cutover verified, and when it promoted.
+type verifiedState struct {
+	Digest   string `json:"digest"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+	// Promoted is when the target was given the subjects (the outage's
+	// end, as near as the request that does it).
+	Promoted time.Time `json:"promoted"`
 }
