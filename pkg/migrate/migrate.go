@@ -63,7 +63,8 @@ type Config struct {
 	// Progress, if set, is called while the copy catches up.
 	Progress func(Progress)
 	// AtStep, if set, is called at each step a killed run must be able to
-	// continue from: "created", "held" (subjects off the source),
+	// continue from: "created", "copying" (each live round of a mirror's
+	// copy, before it waits for the mirror), "held" (subjects off the source),
 	// "seated" (consumers on the target), "promoted". For tests.
 	AtStep func(step string)
 }

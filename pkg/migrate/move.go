@@ -455,12 +455,13 @@ func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) err
 			// The last sequence was deleted: wait for the last one stored.
 			want = 0
 		}
+		m.at("copying")
 		from := max(si.State.FirstSeq, m.verified+1)
 		to := want
 		var srcHs, dstHs []msgHash
 		if want > 0 && want >= from {
 			var err error
-			if srcHs, dstHs, err = m.readWhileCopying(ctx, from, want, si.State.LastSeq); err != nil {
+			if srcHs, dstHs, to, err = m.readWhileCopying(ctx, from, want, si.State.LastSeq); err != nil {
 				return err
 			}
 		} else {
@@ -608,17 +609,44 @@ func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64
 		if want > 0 && ti.State.LastSeq >= want {
 			return ti, nil
 		}
-		if want == 0 && ti.Mirror != nil && ti.Mirror.Lag == 0 && ti.Mirror.Active >= 0 && ti.Mirror.Active < time.Minute {
-			if idle++; idle >= 2 {
-				return ti, nil
-			}
+		if caughtUp(ti) {
+			idle++
 		} else {
 			idle = 0
+		}
+		if idle >= 2 && want == 0 {
+			return ti, nil
+		}
+		if idle >= 2 {
+			// Caught up short of want: want may be gone from the source
+			// (deleted, expired) after it was looked at; then the mirror
+			// never copies it.
+			if gone, err := m.gone(ctx, want); err != nil || gone {
+				return ti, err
+			}
 		}
 		if err := retry.Sleep(ctx, every); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// caughtUp says whether a mirror reports that it has copied everything
+// its origin holds: no lag, and heard from lately.
+func caughtUp(ti *jetstream.StreamInfo) bool {
+	return ti.Mirror != nil && ti.Mirror.Lag == 0 && ti.Mirror.Active >= 0 && ti.Mirror.Active < time.Minute
+}
+
+// gone says whether seq is no longer in the source (its leader says so).
+func (m *mover) gone(ctx context.Context, seq uint64) (bool, error) {
+	_, err := getMsg(ctx, m.src.JS, m.srcName, seq)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return true, nil
+	case err != nil && !transient(err):
+		return false, fmt.Errorf("stream %q: seq %d: %w", m.srcName, seq, err)
+	}
+	return false, nil
 }
 
 // copyWatch looks at the copy's progress: it reports it, and fails on a
@@ -669,7 +697,10 @@ func (w *copyWatch) poll(ctx context.Context) (*jetstream.StreamInfo, error) {
 // readWhileCopying hashes from..want of the source and of the target,
 // reading the source at once and the target behind the mirror as it
 // copies, so that the comparison costs little more time than the copy.
-func (m *mover) readWhileCopying(ctx context.Context, from, want, total uint64) ([]msgHash, []msgHash, error) {
+// When want leaves the source before the mirror copied it (deleted,
+// expired), the mirror stops short of it: the round ends where the mirror
+// caught up. It returns the hashes and the last sequence they cover.
+func (m *mover) readWhileCopying(ctx context.Context, from, want, total uint64) ([]msgHash, []msgHash, uint64, error) {
 	type res struct {
 		hs  []msgHash
 		err error
@@ -683,26 +714,46 @@ func (m *mover) readWhileCopying(ctx context.Context, from, want, total uint64) 
 	}()
 	w := m.watch("copying", total)
 	var dst []msgHash
-	for next := from; next <= want; {
+	to := want
+	for next, idle := from, 0; next <= to; {
 		ti, err := w.poll(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		if upto := min(ti.State.LastSeq, want); upto >= next {
+		if upto := min(ti.State.LastSeq, to); upto >= next {
 			hs, err := readHashes(ctx, m.dst.JS, m.dstName, next, upto, true)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			dst = append(dst, hs...)
-			next = upto + 1
+			next, idle = upto+1, 0
 			continue
 		}
+		if caughtUp(ti) {
+			idle++
+		} else {
+			idle = 0
+		}
+		if idle >= 2 {
+			gone, err := m.gone(ctx, to)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			if gone {
+				to = ti.State.LastSeq
+				continue
+			}
+		}
 		if err := retry.Sleep(ctx, pollEvery); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 	}
 	r := <-ch
-	return r.hs, dst, r.err
+	src := r.hs
+	for len(src) > 0 && src[len(src)-1].Seq > to {
+		src = src[:len(src)-1]
+	}
+	return src, dst, to, r.err
 }
 
 // finishCopy ends a move without a cutover: the target stays a verified

@@ -321,3 +321,36 @@ func TestMoveDeliverNewConsumer(t *testing.T) {
 		t.Fatalf("next delivered %d, want 8", got)
 	}
 }
+
+// The source's last message deleted while the mirror copies (an
+// operator's delete, a max_age expiry on a quiet stream): the mirror
+// never copies it, and the move must not wait for it (it waited forever).
+// It finishes, exact, and the target gives no sequence twice.
+func TestMoveLastMessageDeletedWhileCopying(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "H", Subjects: []string{"h.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubAsync(t, js, []string{"h.a", "h.b"}, factMsgs)
+	deleted := false
+	ep := migrate.Endpoint{JS: js}
+	sum, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "H", Target: "H2", Cutover: true, AtStep: func(step string) {
+		if step == "copying" && !deleted {
+			deleted = true
+			if err := src.DeleteMsg(ctx(t), factMsgs); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !deleted || !sum.Verified || sum.Messages != factMsgs-1 {
+		t.Fatalf("summary %+v (deleted %v), want %d messages verified", sum, deleted, factMsgs-1)
+	}
+	ack, err := js.Publish(ctx(t), "h.a", nil)
+	if err != nil || ack.Stream != "H2" || ack.Sequence <= factMsgs {
+		t.Errorf("publish after: %+v %v, want H2 after seq %d (no sequence given twice)", ack, err, factMsgs)
+	}
+}
