@@ -175,7 +175,7 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 	sum, err := pkgmigrate.Stream(ctx, src, dst, cfg)
 	bar.Finish()
 	if err != nil {
-		if ctx.Err() != nil {
+		if natsconn.Interrupted(ctx) {
 			fmt.Fprintln(f.IO.ErrOut, "jetctl: interrupted; the migration's state is kept on the server: run the same command again to continue")
 			return exitcode.Silent(exitcode.Interrupted)
 		}

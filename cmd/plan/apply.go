@@ -16,6 +16,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	cmdmigrate "github.com/jetctl/jetctl/cmd/migrate"
 	"github.com/jetctl/jetctl/pkg/migrate"
+	"github.com/jetctl/jetctl/pkg/natsconn"
 	pkgplan "github.com/jetctl/jetctl/pkg/plan"
 )
 
@@ -190,7 +191,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 	}})
 	var partial *pkgplan.PartialError
 	if errors.As(err, &partial) {
-		interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+		interrupted := errors.Is(err, context.Canceled) && natsconn.Interrupted(ctx)
 		reportPartial(f, partial.Result, interrupted)
 		if !text {
 			_ = p.Print(applyOutput{Plan: pl, Result: res}, nil)

@@ -145,8 +145,9 @@ func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.D
 		}
 		if !held.HolderGone() && !held.Expired(time.Now()) {
 			age := time.Since(held.Renewed)
-			return nil, fmt.Errorf("%w: %s is held by %s (renewed %s ago; it expires %s after its holder stops renewing it, "+
-				"the holder's --lock-ttl); if that process is gone, run: %s",
+			// No flag is named: migrate has a fixed TTL, dlq a --lock-ttl.
+			return nil, fmt.Errorf("%w: %s is held by %s (renewed %s ago; it expires %s after its holder stops renewing it); "+
+				"if that process is gone, run: %s",
 				ErrLocked, key, held.Describe(), age.Round(time.Millisecond), held.TTL, unlockHint)
 		}
 		rev, err = kv.Update(ctx, key, val, held.Revision)

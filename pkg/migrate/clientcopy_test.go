@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -420,6 +421,14 @@ func TestClientCopyVerifyFailureGivesTheSourceBack(t *testing.T) {
 	var ve *migrate.VerifyError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v, want a VerifyError", err)
+	}
+	// The first difference by its sequence, the counts after it.
+	if want := "seq 10 is missing (49 messages, the source 50)"; ve.What != want {
+		t.Errorf("verify error says %q, want %q", ve.What, want)
+	}
+	// The same name on two servers: each side named with its server.
+	if want := "ORDERS on " + sjs.Conn().ConnectedUrlRedacted(); ve.Source != want || !strings.HasPrefix(ve.Target, "ORDERS on ") || ve.Source == ve.Target {
+		t.Errorf("verify error names %q and %q, want %q and the target's server", ve.Source, ve.Target, want)
 	}
 	si := streamInfo(t, sjs, "ORDERS")
 	if fmt.Sprint(si.Config.Subjects) != "[orders.>]" || si.State.Msgs != 50 {

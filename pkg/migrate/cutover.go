@@ -352,14 +352,35 @@ type setChecks struct {
 // every message of both has been compared: counts, first (and last)
 // sequence, bytes, per-subject counts, and a digest over every message.
 func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool, c setChecks) error {
-	fail := func(format string, a ...any) error {
-		return &VerifyError{Source: m.srcName, Target: m.dstName, What: fmt.Sprintf(format, a...)}
-	}
 	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
 	if err != nil {
 		return err
 	}
 	s, t := sinfo.State, tinfo.State
+	tdel := map[uint64]bool{}
+	for _, d := range t.Deleted {
+		tdel[d] = true
+	}
+	// A replica behind its leader may have answered a direct get without a
+	// message: read what the lists lack from the leaders.
+	if m.srcHashes, err = fillGapsWith(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted, c.srcHash); err != nil {
+		return err
+	}
+	if m.dstHashes, err = fillGapsWith(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel, c.dstHash); err != nil {
+		return err
+	}
+	// A difference names the first sequence that differs, when every
+	// message of both was read.
+	fail := func(format string, a ...any) error {
+		what := fmt.Sprintf(format, a...)
+		srcNow, dstNow := stored(m.srcHashes, s, deleted), stored(m.dstHashes, t, tdel)
+		if uint64(len(srcNow)) == s.Msgs && uint64(len(dstNow)) == t.Msgs {
+			if _, first, ok := compareHashes(srcNow, dstNow, true); !ok {
+				what = first + " (" + what + ")"
+			}
+		}
+		return m.verifyError(what)
+	}
 	if s.Msgs != t.Msgs {
 		return fail("%d messages, the source %d", t.Msgs, s.Msgs)
 	}
@@ -385,18 +406,6 @@ func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, del
 	if len(ssub) != len(tsub) {
 		return fail("%d subjects, the source %d", len(tsub), len(ssub))
 	}
-	tdel := map[uint64]bool{}
-	for _, d := range t.Deleted {
-		tdel[d] = true
-	}
-	// A replica behind its leader may have answered a direct get without a
-	// message: read what the lists lack from the leaders.
-	if m.srcHashes, err = fillGapsWith(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted, c.srcHash); err != nil {
-		return err
-	}
-	if m.dstHashes, err = fillGapsWith(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel, c.dstHash); err != nil {
-		return err
-	}
 	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)
 	td, tn := digest(m.dstHashes, t.FirstSeq, tdel)
 	if sn != s.Msgs || tn != t.Msgs {
@@ -409,6 +418,18 @@ func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, del
 	m.sum.Verified = true
 	m.sum.Messages, m.sum.Bytes, m.sum.FirstSeq, m.sum.LastSeq = s.Msgs, s.Bytes, s.FirstSeq, s.LastSeq
 	return nil
+}
+
+// stored is hs without what the stream no longer holds (below its first
+// sequence, above its last, or deleted): the hashes of what it stores.
+func stored(hs []msgHash, st jetstream.StreamState, deleted map[uint64]bool) []msgHash {
+	out := make([]msgHash, 0, len(hs))
+	for _, h := range hs {
+		if st.Msgs > 0 && h.Seq >= st.FirstSeq && h.Seq <= st.LastSeq && !deleted[h.Seq] {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func subjectCounts(ctx context.Context, js jetstream.JetStream, name string) (map[string]uint64, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
@@ -169,6 +170,9 @@ func reach(ctx context.Context, src, dst Endpoint) (api string, same bool, err e
 		return "", false, fmt.Errorf("source: %w", err)
 	}
 	dstDomain, err := domainOf(ctx, dst)
+	if err != nil && dst.Domain != "" && (errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)) {
+		return "", false, fmt.Errorf("%w: no server answers for JetStream domain %q (%v); nothing was changed", ErrInvalid, dst.Domain, err)
+	}
 	if err != nil {
 		return "", false, fmt.Errorf("target: %w", err)
 	}
@@ -193,13 +197,15 @@ var clientCopy func(ctx context.Context, m *mover) (*Summary, error)
 // ErrUnreachable: the target's server cannot read the source's.
 var ErrUnreachable = errors.New("the target's server cannot reach the source")
 
+// domainOf is the JetStream domain of the server e talks to, asked of the
+// server even when given (a domain nobody answers for fails here).
 func domainOf(ctx context.Context, e Endpoint) (string, error) {
-	if e.Domain != "" {
-		return e.Domain, nil
-	}
 	ai, err := e.JS.AccountInfo(ctx)
 	if err != nil {
 		return "", err
+	}
+	if e.Domain != "" {
+		return e.Domain, nil
 	}
 	return ai.Domain, nil
 }

@@ -98,6 +98,22 @@ func (e *VerifyError) Error() string {
 
 func (e *VerifyError) Unwrap() error { return ErrVerify }
 
+// verifyError is a VerifyError of this move; a stream moving to another
+// server under its own name is named with its server.
+func (m *mover) verifyError(what string) *VerifyError {
+	src, dst := m.srcName, m.dstName
+	if src == dst {
+		sc, dc := m.src.JS.Conn(), m.dst.JS.Conn()
+		sn, dn := sc.ConnectedServerName(), dc.ConnectedServerName()
+		if sn == "" || sn == dn {
+			// Unnamed, or named alike: their URLs, without credentials.
+			sn, dn = sc.ConnectedUrlRedacted(), dc.ConnectedUrlRedacted()
+		}
+		src, dst = src+" on "+sn, dst+" on "+dn
+	}
+	return &VerifyError{Source: src, Target: dst, What: what}
+}
+
 // compareHashes compares the hashes read from the source and the target,
 // both in sequence order: a message in both must be the same, one in the
 // source only was lost. One in the target only is a difference when exact
@@ -160,7 +176,7 @@ func (m *mover) compare(ctx context.Context, src, dst []msgHash, exact bool) ([]
 			return src, dst, nil
 		}
 		if tries >= maxRechecks {
-			return src, dst, &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+			return src, dst, m.verifyError(what)
 		}
 		var changed bool
 		var err error
@@ -172,7 +188,7 @@ func (m *mover) compare(ctx context.Context, src, dst []msgHash, exact bool) ([]
 			return src, dst, err
 		}
 		if !changed && !dstChanged {
-			return src, dst, &VerifyError{Source: m.srcName, Target: m.dstName, What: what}
+			return src, dst, m.verifyError(what)
 		}
 	}
 }

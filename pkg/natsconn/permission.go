@@ -54,6 +54,13 @@ func WithAbort(ctx context.Context, abort func(error)) context.Context {
 	return context.WithValue(ctx, abortKey{}, abort)
 }
 
+// Interrupted says whether ctx ended for another reason than a
+// permission violation (see WithAbort): a signal, the caller.
+func Interrupted(ctx context.Context) bool {
+	var perr *PermissionError
+	return ctx.Err() != nil && !errors.As(context.Cause(ctx), &perr)
+}
+
 // asyncErrors handles the errors the server reports outside any request:
 // permission violations abort the command (see WithAbort); the rest are
 // logged at debug level rather than printed raw by nats.go.
