@@ -1,6 +1,17 @@
 package migrate
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/logctx"
+)
 
 func TestCompareHashes(t *testing.T) {
 	hs := func(pairs ...uint64) []msgHash {
@@ -32,5 +43,43 @@ func TestCompareHashes(t *testing.T) {
 		if ok != (c.what == "") || seq != c.seq || what != c.what {
 			t.Errorf("%s: got %d %q %v, want %d %q", c.name, seq, what, ok, c.seq, c.what)
 		}
+	}
+}
+
+// A mirror's error is waited out for mirrorErrorGrace, said once on
+// stderr, and ends the move only when it lasts; one that clears starts the
+// count again.
+func TestMirrorErrorGrace(t *testing.T) {
+	var logged bytes.Buffer
+	ctx := logctx.With(context.Background(), slog.New(slog.NewTextHandler(&logged, nil)))
+	w := &copyWatch{m: &mover{srcName: "SK", dstName: "SK2"}}
+	bad := &jetstream.StreamInfo{Mirror: &jetstream.StreamSourceInfo{Error: &jetstream.APIError{Code: 404, ErrorCode: 10059, Description: "stream not found"}}}
+	good := &jetstream.StreamInfo{Mirror: &jetstream.StreamSourceInfo{}}
+	t0 := time.Unix(1000, 0)
+	for _, step := range []struct {
+		ti    *jetstream.StreamInfo
+		at    time.Duration
+		fatal bool
+	}{
+		{bad, 0, false},
+		{bad, 30 * time.Second, false},
+		{good, 31 * time.Second, false},
+		{bad, 40 * time.Second, false},
+		{bad, 40*time.Second + mirrorErrorGrace - time.Millisecond, false},
+		{bad, 40*time.Second + mirrorErrorGrace, true},
+	} {
+		err := w.mirrorError(ctx, step.ti, t0.Add(step.at))
+		if (err != nil) != step.fatal {
+			t.Fatalf("at %v: err %v, want fatal %v", step.at, err, step.fatal)
+		}
+		if err != nil && err.Error() != `target "SK2": mirror of "SK": stream not found (for 1m0s)` {
+			t.Errorf("error %q", err)
+		}
+	}
+	if n := strings.Count(logged.String(), "waiting for it to clear"); n != 2 {
+		t.Errorf("warned %d times, want once per spell of errors (2):\n%s", n, logged.String())
+	}
+	if caughtUp(bad) {
+		t.Error("a mirror reporting an error counts as caught up")
 	}
 }

@@ -640,7 +640,7 @@ func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64
 // caughtUp says whether a mirror reports that it has copied everything
 // its origin holds: no lag, and heard from lately.
 func caughtUp(ti *jetstream.StreamInfo) bool {
-	return ti.Mirror != nil && ti.Mirror.Lag == 0 && ti.Mirror.Active >= 0 && ti.Mirror.Active < time.Minute
+	return ti.Mirror != nil && ti.Mirror.Error == nil && ti.Mirror.Lag == 0 && ti.Mirror.Active >= 0 && ti.Mirror.Active < time.Minute
 }
 
 // gone says whether seq is no longer in the source (its leader says so).
@@ -664,6 +664,38 @@ type copyWatch struct {
 	start    time.Time
 	startSeq uint64
 	polled   bool
+	// errSince is when the mirror began to report the error it reports
+	// now; warned, that it was said on stderr.
+	errSince time.Time
+	warned   bool
+}
+
+// mirrorErrorGrace is how long a mirror may report an error before the
+// move gives up: after a server restart a mirror reports its origin "not
+// found" for a while (about 12 s seen), and then copies on.
+var mirrorErrorGrace = time.Minute
+
+// mirrorError says whether the error the mirror reports, if any, ends the
+// move: only once it has lasted mirrorErrorGrace. The first time it warns
+// on stderr that the move waits.
+func (w *copyWatch) mirrorError(ctx context.Context, ti *jetstream.StreamInfo, now time.Time) error {
+	mi := ti.Mirror
+	if mi == nil || mi.Error == nil {
+		w.errSince, w.warned = time.Time{}, false
+		return nil
+	}
+	err := fmt.Errorf("target %q: mirror of %q: %s", w.m.dstName, w.m.srcName, mi.Error.Description)
+	if w.errSince.IsZero() {
+		w.errSince = now
+	}
+	if lasted := now.Sub(w.errSince); lasted >= mirrorErrorGrace {
+		return fmt.Errorf("%w (for %s)", err, lasted.Round(time.Second))
+	}
+	if !w.warned {
+		w.warned = true
+		logctx.From(ctx).Warn("the mirror reports an error; waiting for it to clear (a server restarting?)", "error", err, "gives_up_after", mirrorErrorGrace)
+	}
+	return nil
 }
 
 func (m *mover) watch(phase string, total uint64) *copyWatch {
@@ -679,8 +711,8 @@ func (w *copyWatch) poll(ctx context.Context) (*jetstream.StreamInfo, error) {
 	if !w.polled {
 		w.startSeq, w.polled = ti.State.LastSeq, true
 	}
-	if mi := ti.Mirror; mi != nil && mi.Error != nil {
-		return nil, fmt.Errorf("target %q: mirror of %q: %s", m.dstName, m.srcName, mi.Error.Description)
+	if err := w.mirrorError(ctx, ti, time.Now()); err != nil {
+		return nil, err
 	}
 	if mi := ti.Mirror; mi != nil && mi.Active < 0 && time.Since(w.start) > unheardFor {
 		return nil, fmt.Errorf("%w: the mirror %q has not heard from %q in %s (through %q); the state is kept: delete %q to give up",

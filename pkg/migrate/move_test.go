@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
@@ -353,4 +354,50 @@ func TestMoveLastMessageDeletedWhileCopying(t *testing.T) {
 	if err != nil || ack.Stream != "H2" || ack.Sequence <= factMsgs {
 		t.Errorf("publish after: %+v %v, want H2 after seq %d (no sequence given twice)", ack, err, factMsgs)
 	}
+}
+
+// The server restarted while the mirror copies: the mirror reports its
+// origin "not found" for a while after the restart, and the move rides it
+// out (it was fatal, exit 1, on every rerun for about 12 s), then
+// finishes exact.
+func TestMoveRidesOutAServerRestart(t *testing.T) {
+	c := embeddedtest.Start(t)
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SK", Subjects: []string{"sk.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	pubAsync(t, js, []string{"sk.a", "sk.b"}, factMsgs)
+	before, _ := storedMsgs(t, js, "SK", false)
+	restarted := false
+	ep := migrate.Endpoint{JS: js}
+	sum, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "SK", Target: "SK2", Cutover: true, AtStep: func(step string) {
+		if step == "copying" && !restarted {
+			restarted = true
+			if err := c.Stop(0); err != nil {
+				t.Error(err)
+			}
+			// Down for a while the move goes on asking.
+			go func() {
+				time.Sleep(2 * time.Second)
+				if err := c.Restart(0); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restarted || !sum.Verified || sum.Messages != factMsgs {
+		t.Fatalf("summary %+v (restarted %v)", sum, restarted)
+	}
+	sameWithTimes(t, js, "SK2", before)
 }
