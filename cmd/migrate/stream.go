@@ -224,6 +224,9 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 		consumers += ": " + strings.Join(cons, ", ")
 	}
 	switch {
+	case s.AlreadyDone:
+		return fmt.Sprintf("%s was migrated to %s already (verified, digest %.12s; %s); nothing to do",
+			s.Stream, target, s.Digest, msgs)
 	case s.DryRun && s.Cutover:
 		return fmt.Sprintf("dry run: would copy %s of %s to %s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, consumers)
 	case s.DryRun:

@@ -456,6 +456,9 @@ func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st
 	if err != nil {
 		return nil, err
 	}
+	if err := m.strays(ctx); err != nil {
+		return nil, m.giveBack(ctx, st, err)
+	}
 	sfinal, deleted, err := m.copySettle(ctx)
 	if err != nil {
 		return nil, err

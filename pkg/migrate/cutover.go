@@ -2,10 +2,12 @@ package migrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,6 +40,9 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 		log.Debug("cutover", "stream", m.srcName, "step", what, "since_start", time.Since(outageStart))
 	}
 	step("positions saved")
+	if err := m.strays(ctx); err != nil {
+		return nil, m.giveBack(ctx, st, err)
+	}
 	// 4. The last messages, the deletions, the comparison.
 	sfinal, deleted, err := m.settle(ctx)
 	if err != nil {
@@ -49,6 +54,70 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	}
 	step("verified")
 	return m.seatAndPromote(ctx, st, outageStart)
+}
+
+// HeaderEnd marks the end marker a cutover publishes to the source's
+// placeholder subject (see carryEnd); it is deleted from both streams.
+const HeaderEnd = "Jetctl-Migrate-End"
+
+// strays looks at what the source holds on its placeholder subject, once
+// the subjects are held: end markers a killed run left are deleted; any
+// other message was published there by someone else during the cutover,
+// and fails the move (exit 4, the source given back, the messages left in
+// it for the operator to look at and purge). A stray write is refused the
+// same way whether the run was interrupted or not.
+func (m *mover) strays(ctx context.Context) error {
+	placeholder := PlaceholderSubject(m.srcName)
+	counts, err := subjectCounts(ctx, m.src.JS, m.srcName)
+	if err != nil || counts[placeholder] == 0 {
+		return err
+	}
+	s, err := m.src.JS.Stream(ctx, m.srcName)
+	if err != nil {
+		return err
+	}
+	var foreign []uint64
+	for seq := uint64(1); ; seq++ {
+		msg, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(placeholder))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("stream %q: %w", m.srcName, err)
+		}
+		seq = msg.Sequence
+		if msg.Header.Get(HeaderEnd) == "" {
+			foreign = append(foreign, seq)
+			continue
+		}
+		if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("stream %q: deleting the end marker at seq %d: %w", m.srcName, seq, err)
+		}
+		if t, err := m.dst.JS.Stream(ctx, m.dstName); err == nil {
+			_ = t.DeleteMsg(ctx, seq) // copied, or not: settle compares what is left
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	return m.verifyError(fmt.Sprintf("%d messages were published to %s during the cutover (seq %s); nothing but jetctl may write there: look at them, purge them (jetctl's source keeps them) and run again",
+		len(foreign), placeholder, seqList(foreign)))
+}
+
+// seqList is up to 5 sequences, comma-separated, "…" after them if more.
+func seqList(seqs []uint64) string {
+	var b strings.Builder
+	for i, q := range seqs {
+		if i == 5 {
+			b.WriteString(", …")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, q)
+	}
+	return b.String()
 }
 
 // giveBack gives the source its subjects and consumers back after err
@@ -252,7 +321,7 @@ func (m *mover) carryEnd(ctx context.Context, sinfo *jetstream.StreamInfo) (bool
 		(c.MaxMsgs > 0 && int64(st.Msgs) >= c.MaxMsgs) || (c.MaxBytes > 0 && int64(st.Bytes)+1024 > c.MaxBytes) {
 		return false, nil
 	}
-	ack, err := m.src.JS.Publish(ctx, PlaceholderSubject(m.srcName), nil,
+	ack, err := m.src.JS.PublishMsg(ctx, &nats.Msg{Subject: PlaceholderSubject(m.srcName), Header: nats.Header{HeaderEnd: []string{"1"}}},
 		jetstream.WithExpectStream(m.srcName), jetstream.WithExpectLastSequence(st.LastSeq))
 	if err != nil {
 		return false, fmt.Errorf("stream %q: marking its end: %w", m.srcName, err)
@@ -393,6 +462,10 @@ func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, del
 	ssub, err := subjectCounts(ctx, m.src.JS, m.srcName)
 	if err != nil {
 		return err
+	}
+	if n := ssub[PlaceholderSubject(m.srcName)]; n > 0 {
+		// Written there since the cutover began (strays looked before).
+		return m.verifyError(fmt.Sprintf("%d messages were published to %s during the cutover; nothing but jetctl may write there: look at them, purge them (the source keeps them) and run again", n, PlaceholderSubject(m.srcName)))
 	}
 	tsub, err := subjectCounts(ctx, m.dst.JS, m.dstName)
 	if err != nil {
@@ -541,6 +614,17 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	final := st.Final
 	final.Mirror = nil
 	final.Metadata = userMetadata(final.Metadata)
+	if !m.hop.lockHeld {
+		// A move of its own (not a hop of a replacement) leaves its mark.
+		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Finished: time.Now().UTC()})
+		if err != nil {
+			return nil, err
+		}
+		if final.Metadata == nil {
+			final.Metadata = map[string]string{}
+		}
+		final.Metadata[doneKey] = string(mark)
+	}
 	if m.hop.hold {
 		st.Phase = phaseHeld
 		var err error
@@ -551,6 +635,7 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	if _, err := updateStream(ctx, m.dst.JS, final); err != nil {
 		return nil, err
 	}
+	m.at("finished")
 	m.sum.Cutover = true
 	m.sum.Elapsed = since(m.started)
 	return m.sum, nil

@@ -65,7 +65,8 @@ type Config struct {
 	// AtStep, if set, is called at each step a killed run must be able to
 	// continue from: "created", "copying" (each live round of a mirror's
 	// copy, before it waits for the mirror), "held" (subjects off the source),
-	// "seated" (consumers on the target), "promoted". For tests.
+	// "seated" (consumers on the target), "promoted", "finished" (the
+	// target has its final config; nothing is left to do). For tests.
 	AtStep func(step string)
 }
 
@@ -110,8 +111,11 @@ type Summary struct {
 	// headers, payload, timestamp), the same on both sides.
 	Digest  string `json:"digest,omitempty"`
 	Cutover bool   `json:"cutover"`
-	Resumed bool   `json:"resumed"`
-	DryRun  bool   `json:"dry_run"`
+	// AlreadyDone: the move had finished before (a run killed after its
+	// last step); nothing was changed.
+	AlreadyDone bool `json:"already_done,omitempty"`
+	Resumed     bool `json:"resumed"`
+	DryRun      bool `json:"dry_run"`
 	// WriteOutage is the time from taking the subjects off the source to
 	// the target taking them (zero without a cutover).
 	WriteOutage time.Duration `json:"write_outage_ns"`

@@ -3,6 +3,7 @@ package migrate
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -253,6 +254,11 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 		if st, err = readState(ti.CachedInfo()); err != nil {
 			return nil, err
 		}
+		if st == nil && !m.cfg.DryRun {
+			if sum, done, err := m.alreadyDone(ctx, ti.CachedInfo()); err != nil || done {
+				return sum, err
+			}
+		}
 		if st == nil || st.Source != m.srcName || st.Phase == phaseHeld {
 			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
 		}
@@ -356,6 +362,31 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 		}
 	}
 	return m.finish(ctx, tinfo, st)
+}
+
+// alreadyDone says whether the move asked for finished before (a run
+// killed after its last step, run again): the target carries the mark a
+// finished move leaves, naming the source, and the source is gone. The
+// summary then says what that move verified.
+func (m *mover) alreadyDone(ctx context.Context, ti *jetstream.StreamInfo) (*Summary, bool, error) {
+	var done doneMark
+	if json.Unmarshal([]byte(ti.Config.Metadata[doneKey]), &done) != nil || done.Source != m.srcName {
+		return nil, false, nil
+	}
+	_, err := m.src.JS.Stream(ctx, m.srcName)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return nil, false, fmt.Errorf("stream %q: %w", m.srcName, err)
+	default:
+		return nil, false, nil // a new stream of that name: not this move's
+	}
+	m.sum.AlreadyDone, m.sum.Cutover, m.sum.Verified, m.sum.Digest = true, true, true, done.Digest
+	m.sum.Mechanism = cmp.Or(done.Mechanism, "mirror")
+	m.sum.Messages, m.sum.Bytes = ti.State.Msgs, ti.State.Bytes
+	m.sum.FirstSeq, m.sum.LastSeq = ti.State.FirstSeq, ti.State.LastSeq
+	m.sum.Elapsed = since(m.started)
+	return m.sum, true, nil
 }
 
 func withName(c jetstream.StreamConfig, name string) jetstream.StreamConfig {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -400,4 +401,68 @@ func TestMoveRidesOutAServerRestart(t *testing.T) {
 		t.Fatalf("summary %+v (restarted %v)", sum, restarted)
 	}
 	sameWithTimes(t, js, "SK2", before)
+}
+
+// A message published to the source's placeholder subject during the
+// cutover is refused the same way whether the run was interrupted or not,
+// by a mirror and by jetctl's copy: exit 4 (a VerifyError naming it), the
+// source given back with the message still in it. An end marker a killed
+// run left there is jetctl's own: removed, and the move finishes.
+func TestCutoverRefusesStrayWrites(t *testing.T) {
+	for _, ret := range []jetstream.RetentionPolicy{jetstream.LimitsPolicy, jetstream.WorkQueuePolicy} {
+		for _, tc := range []string{"uninterrupted", "interrupted", "end-marker"} {
+			t.Run(ret.String()+"/"+tc, func(t *testing.T) {
+				js := embeddedtest.JetStream(t)
+				if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: ret}); err != nil {
+					t.Fatal(err)
+				}
+				pubAsync(t, js, []string{"s.a"}, 500)
+				stray := func() {
+					hdr := nats.Header{}
+					if tc == "end-marker" {
+						hdr.Set(migrate.HeaderEnd, "1")
+					}
+					if _, err := js.PublishMsg(ctx(t), &nats.Msg{Subject: migrate.PlaceholderSubject("SRC"), Header: hdr, Data: []byte("stray")}); err != nil {
+						t.Error(err)
+					}
+				}
+				ep := migrate.Endpoint{JS: js}
+				cfg := migrate.Config{Stream: "SRC", Target: "SRC2", Cutover: true}
+				if tc == "interrupted" || tc == "end-marker" {
+					stop, cancel := context.WithCancel(ctx(t))
+					cfg.AtStep = func(step string) {
+						if step == "held" {
+							stray()
+							cancel()
+						}
+					}
+					if _, err := migrate.Stream(stop, ep, ep, cfg); err == nil {
+						t.Fatal("the interrupted run finished")
+					}
+					cfg.AtStep = nil
+				} else {
+					cfg.AtStep = func(step string) {
+						if step == "held" {
+							stray()
+						}
+					}
+				}
+				sum, err := migrate.Stream(ctx(t), ep, ep, cfg)
+				if tc == "end-marker" {
+					if err != nil || !sum.Verified || sum.Messages != 500 {
+						t.Fatalf("with a left end marker: %+v %v", sum, err)
+					}
+					return
+				}
+				var ve *migrate.VerifyError
+				if !errors.As(err, &ve) || !strings.Contains(ve.What, "1 messages were published to _jetctl.migrating.SRC during the cutover") {
+					t.Fatalf("err = %v, want a VerifyError naming the stray write", err)
+				}
+				si := streamInfo(t, js, "SRC")
+				if fmt.Sprint(si.Config.Subjects) != "[s.>]" || si.State.Msgs != 501 {
+					t.Errorf("source after: subjects %v, %d messages; want given back with the stray (501)", si.Config.Subjects, si.State.Msgs)
+				}
+			})
+		}
+	}
 }

@@ -134,3 +134,17 @@ type verifiedState struct {
 	// end, as near as the request that does it).
 	Promoted time.Time `json:"promoted"`
 }
+
+// doneKey is the target's metadata key a finished move leaves, so that
+// the same command run again (its last run killed after the final step)
+// says the move is done rather than that the target is in the way. plan
+// and export leave io.jetctl.* keys out.
+const doneKey = "io.jetctl.moved_from"
+
+// doneMark is doneKey's value.
+type doneMark struct {
+	Source    string    `json:"source"`
+	Mechanism string    `json:"mechanism,omitempty"`
+	Digest    string    `json:"digest,omitempty"`
+	Finished  time.Time `json:"finished"`
+}
