@@ -42,9 +42,11 @@ On servers with the consumer reset API (2.14+) the consumer stays as it is
 and only its delivery state moves. Otherwise, or when the consumer's
 deliver policy (new, last) does not allow the reset, jetctl deletes the
 durable and creates it again with its exact config and a start sequence
-(or start time), and says so; on an interest stream a temporary consumer
-holds the messages meanwhile. Set JETCTL_CONSUMER_RESET_API=off to force
-the recreate path.
+(or start time), and says so; it records the consumer to create on the
+stream first, and on an interest stream a holder consumer keeps the
+messages meanwhile, so that a run killed in between is finished by the
+same command run again. Set JETCTL_CONSUMER_RESET_API=off to force the
+recreate path.
 
 Messages pending acknowledgement are forgotten: everything from the start
 sequence on is delivered again, including what was already acknowledged.
@@ -119,6 +121,7 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 	if err != nil {
 		return err
 	}
+	cfg.AtStep = factory.KillAt(ctx, f)
 	res, err := pkgconsumer.Rewind(ctx, js, cfg)
 	if err != nil {
 		return err
@@ -127,6 +130,15 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 		return p.Print(res, nil)
 	}
 	how := "with the consumer reset API"
+	if res.Finished {
+		verb := "finished rewinding"
+		if res.DryRun {
+			verb = "dry run: would finish rewinding"
+		}
+		fmt.Fprintf(f.IO.Out, "%s %s > %s to seq %d, the recreate a killed run began (from what it recorded on the stream): %s to deliver\n",
+			verb, stream, consumer, res.StartSeq, english.Plural(int(res.Redeliver), "message", "messages"))
+		return nil
+	}
 	if res.Method == pkgconsumer.RewindRecreate {
 		start := "a start sequence"
 		if !cfg.ToTime.IsZero() {

@@ -171,7 +171,7 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 			}
 			bar.Set(int64(pr.Copied))
 		}}
-	cfg.AtStep = KillAt(ctx, f)
+	cfg.AtStep = factory.KillAt(ctx, f)
 	sum, err := pkgmigrate.Stream(ctx, src, dst, cfg)
 	bar.Finish()
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
-	cmdmigrate "github.com/jetctl/jetctl/cmd/migrate"
 	"github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	pkgplan "github.com/jetctl/jetctl/pkg/plan"
@@ -177,7 +176,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		}
 	}
 	bars := &migrationProgress{f: f, disabled: o.NoProgress}
-	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, Progress: bars.update, AtStep: cmdmigrate.KillAt(ctx, f), OnStep: func(st pkgplan.Step) {
+	res, err := pkgplan.Apply(ctx, js, pl, live, pkgplan.ApplyOptions{LeaderWait: f.Conn.Timeout, Progress: bars.update, AtStep: factory.KillAt(ctx, f), OnStep: func(st pkgplan.Step) {
 		bars.finish()
 		if st.Error != "" && ctx.Err() != nil {
 			fmt.Fprintf(f.IO.ErrOut, "%s: %s interrupted\n", st.Resource, st.Op)

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,6 +36,11 @@ type RewindConfig struct {
 	DryRun   bool
 	// Method forces a method; RewindAuto chooses.
 	Method RewindMethod
+	// AtStep, if set, is called at each step of a recreate a killed run
+	// must be able to finish from: "recorded" (the recreate written on the
+	// stream), "deleted" (the durable deleted), "created" (created again,
+	// the record not yet removed). For tests.
+	AtStep func(step string)
 }
 
 // RewindResult says what a rewind did (or, in a dry run, would do).
@@ -53,6 +59,10 @@ type RewindResult struct {
 	// Before: where the consumer was.
 	DeliveredBefore uint64 `json:"delivered_stream_seq_before"`
 	AckFloorBefore  uint64 `json:"ack_floor_stream_seq_before"`
+	// Finished: this run finished a recreate that a killed run began,
+	// from what that run recorded on the stream (its target, not this
+	// run's).
+	Finished bool `json:"finished_interrupted,omitempty"`
 }
 
 // ErrDataGone: the rewind's target is before the data the stream still
@@ -97,6 +107,13 @@ func Rewind(ctx context.Context, js jetstream.JetStream, cfg RewindConfig) (*Rew
 		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
 	ci, err := readConsumer(ctx, st, cfg.Consumer)
+	if rec := recordOf(st.CachedInfo(), cfg.Consumer); rec != nil {
+		// A recreate a killed run began: finish it, when it got as far as
+		// deleting the durable (or creating it again).
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || (err == nil && sameStart(ci.Config, rec.Next)) {
+			return finishRecreate(ctx, js, st, cfg, rec, ci)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, err)
 	}
@@ -224,9 +241,13 @@ func versionAtLeast(v string, want [3]int) bool {
 }
 
 // recreate deletes the durable and creates it again with its exact config
-// and a start sequence (or start time). On an interest stream a temporary
-// consumer from the target on holds the messages meanwhile: deleting the
-// last interested consumer would let the server drop them.
+// and a start sequence (or start time). First it records the consumer to
+// create on the stream (metadata io.jetctl.rewind.<consumer>), so that a
+// run killed between the delete and the create leaves what the same
+// command needs to finish it; on an interest stream a durable holder
+// consumer from the target on keeps the messages meanwhile (deleting the
+// last interested consumer would let the server drop them), until the
+// recreate is finished.
 func recreate(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, si *jetstream.StreamInfo, ci *jetstream.ConsumerInfo, cfg RewindConfig, target uint64) error {
 	old := ci.Config
 	old.Metadata = withoutServerMetadata(old.Metadata)
@@ -238,29 +259,167 @@ func recreate(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, 
 	} else {
 		next.DeliverPolicy, next.OptStartSeq = jetstream.DeliverByStartSequencePolicy, target
 	}
+	rec := &rewindRecord{Next: next}
 	if si.Config.Retention == jetstream.InterestPolicy {
-		hold, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{
-			AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: target,
-			FilterSubjects: FilterSubjects(old), InactiveThreshold: 5 * time.Minute, MemoryStorage: true,
-			Description: fmt.Sprintf("jetctl: holds messages while %s is recreated", cfg.Consumer),
-		})
-		if err != nil {
+		rec.Holder = holderName(cfg.Consumer)
+	}
+	if err := setRecord(ctx, js, cfg.Stream, cfg.Consumer, rec); err != nil {
+		return fmt.Errorf("stream %q: consumer %q: recording the recreate: %w; nothing was changed", cfg.Stream, cfg.Consumer, err)
+	}
+	at(cfg, "recorded")
+	if rec.Holder != "" {
+		if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable: rec.Holder, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: target,
+			FilterSubjects: FilterSubjects(old), MemoryStorage: true,
+			Description: fmt.Sprintf("jetctl: holds the messages while %s is recreated; if it stays, run the same jetctl consumer rewind again", cfg.Consumer),
+		}); err != nil {
+			_ = setRecord(context.WithoutCancel(ctx), js, cfg.Stream, cfg.Consumer, nil)
 			return fmt.Errorf("stream %q: consumer %q: holding the messages before recreating: %w; nothing was changed", cfg.Stream, cfg.Consumer, err)
 		}
-		defer st.DeleteConsumer(context.WithoutCancel(ctx), hold.CachedInfo().Name)
 	}
 	if err := st.DeleteConsumer(ctx, cfg.Consumer); err != nil {
+		_ = endRecreate(context.WithoutCancel(ctx), js, st, cfg, rec)
 		return fmt.Errorf("stream %q: consumer %q: deleting to recreate: %w; nothing was changed", cfg.Stream, cfg.Consumer, err)
 	}
+	at(cfg, "deleted")
 	if _, err := st.CreateConsumer(ctx, next); err != nil {
 		// Put the consumer back as it was (from its deliver policy, not its
 		// position) rather than leave it missing.
 		if _, rerr := st.CreateConsumer(context.WithoutCancel(ctx), old); rerr != nil {
-			return fmt.Errorf("stream %q: consumer %q: deleted, and recreating it failed (%v), and so did restoring its config (%v)", cfg.Stream, cfg.Consumer, err, rerr)
+			return fmt.Errorf("stream %q: consumer %q: deleted, and recreating it failed (%v), and so did restoring its config (%v); the same command run again creates it", cfg.Stream, cfg.Consumer, err, rerr)
 		}
+		_ = endRecreate(context.WithoutCancel(ctx), js, st, cfg, rec)
 		return fmt.Errorf("stream %q: consumer %q: recreating it failed (%w); it was created again with its old config, from its deliver policy", cfg.Stream, cfg.Consumer, err)
 	}
+	at(cfg, "created")
+	return endRecreate(ctx, js, st, cfg, rec)
+}
+
+func at(cfg RewindConfig, step string) {
+	if cfg.AtStep != nil {
+		cfg.AtStep(step)
+	}
+}
+
+// rewindKeyPrefix starts the stream metadata key under which a recreate
+// in progress is recorded (plan and export leave io.jetctl.* keys out).
+const rewindKeyPrefix = "io.jetctl.rewind."
+
+// rewindRecord is a recreate in progress: the consumer to create, and the
+// holder consumer to delete once it is.
+type rewindRecord struct {
+	Next   jetstream.ConsumerConfig `json:"next"`
+	Holder string                   `json:"holder,omitempty"`
+}
+
+// holderName is the durable that holds an interest stream's messages while
+// consumer is recreated.
+func holderName(consumer string) string { return "jetctl_rewind_" + consumer }
+
+// recordOf is the recreate of consumer recorded on the stream, or nil.
+func recordOf(si *jetstream.StreamInfo, consumer string) *rewindRecord {
+	v, ok := si.Config.Metadata[rewindKeyPrefix+consumer]
+	if !ok {
+		return nil
+	}
+	var rec rewindRecord
+	if json.Unmarshal([]byte(v), &rec) != nil {
+		return nil
+	}
+	return &rec
+}
+
+// setRecord writes rec on the stream (nil removes it).
+func setRecord(ctx context.Context, js jetstream.JetStream, stream, consumer string, rec *rewindRecord) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	c := s.CachedInfo().Config
+	md := map[string]string{}
+	for k, v := range c.Metadata {
+		md[k] = v
+	}
+	if rec == nil {
+		if _, ok := md[rewindKeyPrefix+consumer]; !ok {
+			return nil
+		}
+		delete(md, rewindKeyPrefix+consumer)
+	} else {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		md[rewindKeyPrefix+consumer] = string(b)
+	}
+	c.Metadata = md
+	_, err = js.UpdateStream(ctx, c)
+	return err
+}
+
+// endRecreate removes the holder and the record of a recreate.
+func endRecreate(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, cfg RewindConfig, rec *rewindRecord) error {
+	if rec.Holder != "" {
+		if err := st.DeleteConsumer(ctx, rec.Holder); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("stream %q: consumer %q: recreated; deleting the holder %q: %w", cfg.Stream, cfg.Consumer, rec.Holder, err)
+		}
+	}
+	if err := setRecord(ctx, js, cfg.Stream, cfg.Consumer, nil); err != nil {
+		return fmt.Errorf("stream %q: consumer %q: recreated; removing the record of it: %w", cfg.Stream, cfg.Consumer, err)
+	}
 	return nil
+}
+
+// sameStart says whether a consumer's config starts where a recorded
+// recreate puts it (the recreate got as far as creating it).
+func sameStart(c, next jetstream.ConsumerConfig) bool {
+	if c.DeliverPolicy != next.DeliverPolicy || c.OptStartSeq != next.OptStartSeq {
+		return false
+	}
+	if (c.OptStartTime == nil) != (next.OptStartTime == nil) {
+		return false
+	}
+	return c.OptStartTime == nil || c.OptStartTime.Equal(*next.OptStartTime)
+}
+
+// finishRecreate finishes a recreate a killed run began: the consumer is
+// created from the record (unless it was), then the holder and the record
+// go. The result is the recorded rewind's.
+func finishRecreate(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, cfg RewindConfig, rec *rewindRecord, ci *jetstream.ConsumerInfo) (*RewindResult, error) {
+	res := &RewindResult{Stream: cfg.Stream, Consumer: cfg.Consumer, DryRun: cfg.DryRun, Method: RewindRecreate, Finished: true,
+		Reason: "finishing the recreate a killed run began, from what it recorded", StartSeq: rec.Next.OptStartSeq}
+	if res.StartSeq == 0 && rec.Next.OptStartTime != nil {
+		t := rec.Next.OptStartTime.UTC()
+		m, err := jsapi.New(js).MsgGet(ctx, cfg.Stream, jsapi.MsgGetRequest{StartTime: &t})
+		switch {
+		case errors.Is(err, jsapi.ErrNoMessage):
+			res.StartSeq = st.CachedInfo().State.LastSeq + 1
+		case err != nil:
+			return nil, err
+		default:
+			res.StartSeq = m.Seq
+		}
+	}
+	if res.StartSeq > 0 {
+		n, err := countFrom(ctx, js, jsapi.New(js), st.CachedInfo(), FilterSubjects(rec.Next), res.StartSeq)
+		if err != nil {
+			return nil, err
+		}
+		res.Redeliver = n
+	}
+	if cfg.DryRun {
+		return res, nil
+	}
+	if ci == nil {
+		if _, err := st.CreateConsumer(ctx, rec.Next); err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
+			return nil, fmt.Errorf("stream %q: consumer %q: creating it as the interrupted recreate recorded: %w", cfg.Stream, cfg.Consumer, err)
+		}
+		at(cfg, "created")
+	}
+	if err := endRecreate(ctx, js, st, cfg, rec); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // withoutServerMetadata drops the _nats.* keys the server adds.

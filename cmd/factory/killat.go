@@ -1,13 +1,12 @@
-package migrate
+package factory
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/jetctl/jetctl/cmd/factory"
 )
 
-// The test hooks of a migration's steps. At the step named by
+// The test hooks of the steps of a command that moves data (a migration,
+// a rewind's recreate). At the step named by
 // JETCTL_TEST_KILL_AT jetctl kills itself with SIGKILL: the kill-and-rerun
 // tests die at an exact point, as a kill -9 from outside would (nothing
 // deferred runs, no lease is released). At the step named by
@@ -18,10 +17,10 @@ const (
 	stopAtEnv = "JETCTL_TEST_STOP_AT"
 )
 
-// KillAt returns the step callback for pkg/migrate (nil unless a variable
-// is set); apply --migrate uses it too. ctx is the command's: it ends when
-// the command is interrupted.
-func KillAt(ctx context.Context, f *factory.Factory) func(string) {
+// KillAt returns the step callback for pkg/migrate and pkg/consumer's
+// rewind (nil unless a variable is set); apply --migrate uses it too. ctx
+// is the command's: it ends when the command is interrupted.
+func KillAt(ctx context.Context, f *Factory) func(string) {
 	kill, stop := f.Getenv(killAtEnv), f.Getenv(stopAtEnv)
 	if kill == "" && stop == "" {
 		return nil
