@@ -164,6 +164,7 @@ func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetst
 // tail left is short.
 func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 	for round := 0; ; round++ {
+		m.at("copying")
 		// The source's messages are hashed as they are copied: only what
 		// the target held already is read from the source again.
 		var copied []msgHash

@@ -641,8 +641,16 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	return m.sum, nil
 }
 
+// consumerInfo is a durable's info, pull or push.
 func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (*jetstream.ConsumerInfo, error) {
 	c, err := js.Consumer(ctx, stream, name)
+	if errors.Is(err, jetstream.ErrNotPullConsumer) {
+		pc, perr := js.PushConsumer(ctx, stream, name)
+		if perr != nil {
+			return nil, perr
+		}
+		return pc.CachedInfo(), nil
+	}
 	if err != nil {
 		return nil, err
 	}

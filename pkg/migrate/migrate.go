@@ -63,8 +63,8 @@ type Config struct {
 	// Progress, if set, is called while the copy catches up.
 	Progress func(Progress)
 	// AtStep, if set, is called at each step a killed run must be able to
-	// continue from: "created", "copying" (each live round of a mirror's
-	// copy, before it waits for the mirror), "held" (subjects off the source),
+	// continue from: "created", "copying" (each live round of the copy and
+	// its verification), "held" (subjects off the source),
 	// "seated" (consumers on the target), "promoted", "finished" (the
 	// target has its final config; nothing is left to do). For tests.
 	AtStep func(step string)

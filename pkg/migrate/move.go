@@ -333,6 +333,23 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 		}
 		m.at("created")
 	}
+	if st.Phase == phaseCutover {
+		// A run killed during its cutover left the subjects held. Rather
+		// than compare the whole stream again while writers wait, give the
+		// source its subjects and consumers back, copy and verify live
+		// again, and cut over as a first run does: the outage is a normal
+		// cutover's, however long the stream.
+		logctx.From(ctx).Debug("a killed run's cutover: giving the source back before verifying again", "stream", m.srcName)
+		if err := m.abandon(ctx, st); err != nil {
+			return nil, fmt.Errorf("giving %q its subjects back after a killed cutover: %w", m.srcName, err)
+		}
+		if sinfo, err = streamInfo(ctx, m.src.JS, m.srcName); err != nil {
+			return nil, err
+		}
+		if ti, err = m.dst.JS.Stream(ctx, m.dstName); err != nil {
+			return nil, fmt.Errorf("target %q: %w", m.dstName, err)
+		}
+	}
 	tinfo := ti.CachedInfo()
 	if st.Phase == phaseCopying {
 		if sinfo, err = m.directOn(ctx, sinfo, st); err != nil {

@@ -466,3 +466,67 @@ func TestCutoverRefusesStrayWrites(t *testing.T) {
 		}
 	}
 }
+
+// A run killed during its cutover (the subjects held) is continued by
+// giving the source its subjects back and verifying live again, not by
+// comparing the whole stream while writers wait: when the rerun verifies,
+// the source takes writes. Then it cuts over and finishes exact.
+func TestRerunAfterAKilledCutoverVerifiesWithTheSubjectsBack(t *testing.T) {
+	for _, ret := range []jetstream.RetentionPolicy{jetstream.LimitsPolicy, jetstream.WorkQueuePolicy} {
+		t.Run(ret.String(), func(t *testing.T) {
+			js := embeddedtest.JetStream(t)
+			if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: ret}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := js.CreateConsumer(ctx(t), "SRC", jetstream.ConsumerConfig{Durable: "C", AckPolicy: explicit}); err != nil {
+				t.Fatal(err)
+			}
+			pubAsync(t, js, []string{"s.a"}, 2000)
+			ep := migrate.Endpoint{JS: js}
+			stop, cancel := context.WithCancel(ctx(t))
+			cfg := migrate.Config{Stream: "SRC", Target: "SRC2", Cutover: true, AtStep: func(step string) {
+				if step == "held" {
+					cancel()
+				}
+			}}
+			if _, err := migrate.Stream(stop, ep, ep, cfg); err == nil {
+				t.Fatal("the interrupted run finished")
+			}
+			if si := streamInfo(t, js, "SRC"); fmt.Sprint(si.Config.Subjects) != "[_jetctl.migrating.SRC]" {
+				t.Fatalf("after the kill the source has %v", si.Config.Subjects)
+			}
+			live := false
+			cfg.AtStep = func(step string) {
+				if step != "copying" || live {
+					return
+				}
+				live = true
+				// The writers are served while the rerun verifies.
+				ack, err := js.Publish(ctx(t), "s.a", []byte("during"))
+				if err != nil || ack.Stream != "SRC" {
+					t.Errorf("publish while the rerun verifies: %+v %v, want stored in SRC", ack, err)
+				}
+				if ci := consumerInfo(t, js, "SRC", "C"); ci.Paused {
+					t.Error("the consumer is still paused while the rerun verifies")
+				}
+			}
+			before, _ := storedMsgs(t, js, "SRC", false)
+			sum, err := migrate.Stream(ctx(t), ep, ep, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !live || !sum.Verified || !sum.Resumed || sum.Messages != 2001 {
+				t.Fatalf("rerun: %+v (live round %v)", sum, live)
+			}
+			after, _ := storedMsgs(t, js, "SRC2", true)
+			if len(after) != 2001 {
+				t.Errorf("%d messages on the target, want 2001", len(after))
+			}
+			for seq, b := range before {
+				if a := after[seq]; a.subj != b.subj || a.data != b.data {
+					t.Errorf("seq %d: %+v, want %+v", seq, a, b)
+				}
+			}
+		})
+	}
+}
