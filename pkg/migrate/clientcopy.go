@@ -457,6 +457,10 @@ func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st
 	if err != nil {
 		return nil, err
 	}
+	// What left the source first: strays removes jetctl's own markers.
+	if err := m.vanished(ctx, st); err != nil {
+		return nil, m.giveBack(ctx, st, err)
+	}
 	if err := m.strays(ctx); err != nil {
 		return nil, m.giveBack(ctx, st, err)
 	}

@@ -40,6 +40,10 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 		log.Debug("cutover", "stream", m.srcName, "step", what, "since_start", time.Since(outageStart))
 	}
 	step("positions saved")
+	// What left the source first: strays removes jetctl's own markers.
+	if err := m.vanished(ctx, st); err != nil {
+		return nil, m.giveBack(ctx, st, err)
+	}
 	if err := m.strays(ctx); err != nil {
 		return nil, m.giveBack(ctx, st, err)
 	}
@@ -545,6 +549,7 @@ func (m *mover) abandon(ctx context.Context, st *state) error {
 	}
 	st.Phase = phaseCopying
 	st.Consumers = nil
+	st.Snapshot = nil // the next run's copy begins from what the source holds then
 	_, err = saveState(ctx, m.dst.JS, tinfo, st)
 	return err
 }

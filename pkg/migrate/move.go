@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -333,6 +334,15 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 		}
 		m.at("created")
 	}
+	if st.Mechanism != mechanismCopy && sinfo != nil && sinfo.Config.Retention == jetstream.WorkQueuePolicy && (st.Phase == phaseCopying || st.Phase == phaseCutover) {
+		// Begun by an earlier jetctl, which mirrored workqueue sources.
+		if st.Phase == phaseCutover {
+			if err := m.abandon(ctx, st); err != nil {
+				return nil, err
+			}
+		}
+		return nil, fmt.Errorf("%w: stream %q is a mirror of workqueue stream %q, begun by an earlier jetctl: a mirror takes the messages out of a workqueue source; delete %q and run again (the source has its subjects and consumers)", ErrTargetExists, m.dstName, m.srcName, m.dstName)
+	}
 	if st.Phase == phaseCutover {
 		// A run killed during its cutover left the subjects held. Rather
 		// than compare the whole stream again while writers wait, give the
@@ -352,6 +362,9 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 	}
 	tinfo := ti.CachedInfo()
 	if st.Phase == phaseCopying {
+		if tinfo, err = m.snapshot(ctx, tinfo, st); err != nil {
+			return nil, err
+		}
 		if sinfo, err = m.directOn(ctx, sinfo, st); err != nil {
 			return nil, err
 		}
@@ -404,6 +417,87 @@ func (m *mover) alreadyDone(ctx context.Context, ti *jetstream.StreamInfo) (*Sum
 	m.sum.FirstSeq, m.sum.LastSeq = ti.State.FirstSeq, ti.State.LastSeq
 	m.sum.Elapsed = since(m.started)
 	return m.sum, true, nil
+}
+
+// maxSnapshotDeleted bounds the deleted sequences a snapshot keeps (in the
+// target's metadata); past it the loss check is skipped.
+const maxSnapshotDeleted = 2000
+
+// snapshot records, for a workqueue or interest source, what it holds as
+// the copy begins (see sourceSnapshot), unless the state has one.
+func (m *mover) snapshot(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
+	if st.Snapshot != nil {
+		return tinfo, nil
+	}
+	sinfo, deleted, err := m.sourceDeleted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r := sinfo.Config.Retention; r != jetstream.WorkQueuePolicy && r != jetstream.InterestPolicy {
+		return tinfo, nil
+	}
+	cs, err := durables(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil, err
+	}
+	snap := &sourceSnapshot{First: sinfo.State.FirstSeq, Last: sinfo.State.LastSeq, Msgs: sinfo.State.Msgs}
+	for _, c := range cs {
+		snap.Delivered = max(snap.Delivered, c.Delivered.Stream)
+	}
+	for d := range deleted {
+		if d > snap.Delivered {
+			snap.Deleted = append(snap.Deleted, d)
+		}
+	}
+	if len(snap.Deleted) > maxSnapshotDeleted {
+		snap.Deleted, snap.Partial = nil, true
+	}
+	slices.Sort(snap.Deleted)
+	st.Snapshot = snap
+	return saveState(ctx, m.dst.JS, tinfo, st)
+}
+
+// vanished refuses a move (a VerifyError) in which messages left a
+// workqueue or interest source that no consumer had been delivered: the
+// snapshot's messages above every durable's delivered sequence (as the
+// consumers stand now, paused) that are gone now. Nothing but an
+// acknowledgement should remove them; a copy that consumed, or a delete
+// by hand, did.
+func (m *mover) vanished(ctx context.Context, st *state) error {
+	snap := st.Snapshot
+	if snap == nil || snap.Partial || snap.Msgs == 0 {
+		return nil
+	}
+	delivered := snap.Delivered
+	for _, c := range st.Consumers {
+		delivered = max(delivered, c.Delivered)
+	}
+	from := max(delivered+1, snap.First)
+	if from > snap.Last {
+		return nil
+	}
+	sinfo, deleted, err := m.sourceDeleted(ctx)
+	if err != nil {
+		return err
+	}
+	var gone []uint64
+	n := 0
+	for seq := from; seq <= snap.Last; seq++ {
+		if _, was := slices.BinarySearch(snap.Deleted, seq); was {
+			continue
+		}
+		if seq < sinfo.State.FirstSeq || sinfo.State.Msgs == 0 || deleted[seq] {
+			n++
+			if len(gone) < 5 {
+				gone = append(gone, seq)
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return m.verifyError(fmt.Sprintf("%d messages left the source during the move that no consumer had been delivered (seq %s; consumers delivered up to seq %d): something consumed or deleted them",
+		n, seqList(gone), delivered))
 }
 
 func withName(c jetstream.StreamConfig, name string) jetstream.StreamConfig {

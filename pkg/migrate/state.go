@@ -49,6 +49,10 @@ type state struct {
 	Consumers []savedConsumer `json:"consumers,omitempty"`
 	// OutageStart is when the source's subjects were taken off it.
 	OutageStart time.Time `json:"outage_start,omitzero"`
+	// Snapshot is what a workqueue or interest source held when the copy
+	// began: the cutover refuses a move in which messages left it that no
+	// consumer had been delivered.
+	Snapshot *sourceSnapshot `json:"snapshot,omitempty"`
 	// Verified is the cutover's verification, kept with the promotion so
 	// that a rerun after a kill reports what was verified.
 	Verified *verifiedState `json:"verified,omitempty"`
@@ -147,4 +151,18 @@ type doneMark struct {
 	Mechanism string    `json:"mechanism,omitempty"`
 	Digest    string    `json:"digest,omitempty"`
 	Finished  time.Time `json:"finished"`
+}
+
+// sourceSnapshot is what the source held when the copy began: its first
+// and last sequence, the highest stream sequence any durable had been
+// delivered, and the sequences above that which were deleted already
+// (Deleted; Partial when there were too many to keep, and the check is
+// then skipped).
+type sourceSnapshot struct {
+	First     uint64   `json:"first"`
+	Last      uint64   `json:"last"`
+	Msgs      uint64   `json:"msgs"`
+	Delivered uint64   `json:"delivered"`
+	Deleted   []uint64 `json:"deleted,omitempty"`
+	Partial   bool     `json:"partial,omitempty"`
 }

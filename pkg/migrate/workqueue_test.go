@@ -1,8 +1,11 @@
 package migrate_test
 
 import (
+	"errors"
+	"fmt"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +191,58 @@ func TestReplaceToWorkqueueKeepsTimestamps(t *testing.T) {
 		if !after[seq].t.Equal(b.t) {
 			t.Fatalf("seq %d stored at %v, was %v", seq, after[seq].t, b.t)
 		}
+	}
+}
+
+// Messages that leave a workqueue source during the move although no
+// consumer had been delivered them (a copy that consumed, as a mirror
+// did; here a delete by hand) fail the move: exit 4, the source given
+// back. The snapshot goes with it, so a rerun starts from what the source
+// holds then, and finishes.
+func TestMoveRefusesMessagesThatVanished(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	wqSource(t, js, jetstream.ConsumerConfig{Durable: "ALL", AckPolicy: explicit})
+	s, err := js.Stream(ctx(t), "SRC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := migrate.Endpoint{JS: js}
+	deleted := false
+	_, err = migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "SRC", Target: "SRC2", Cutover: true, AtStep: func(step string) {
+		if step == "copying" && !deleted {
+			deleted = true
+			if err := s.DeleteMsg(ctx(t), 5000); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	var ve *migrate.VerifyError
+	if !errors.As(err, &ve) || ve.What != "1 messages left the source during the move that no consumer had been delivered (seq 5000; consumers delivered up to seq 300): something consumed or deleted them" {
+		t.Fatalf("err = %v, want a VerifyError naming seq 5000", err)
+	}
+	if si := streamInfo(t, js, "SRC"); fmt.Sprint(si.Config.Subjects) != "[s.>]" || si.State.Msgs != factMsgs-201 {
+		t.Fatalf("source after: %v, %d messages", si.Config.Subjects, si.State.Msgs)
+	}
+	sum, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "SRC", Target: "SRC2", Cutover: true})
+	if err != nil || !sum.Verified || sum.Messages != factMsgs-201 {
+		t.Fatalf("rerun: %+v %v", sum, err)
+	}
+}
+
+// A mirror of a workqueue source begun by an earlier jetctl (which drains
+// it) is not continued: refused, saying why and what to do.
+func TestMoveRefusesAnEarlierMirrorOfAWorkqueue(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC2", Mirror: &jetstream.StreamSource{Name: "SRC"},
+		Metadata: map[string]string{"jetctl.migrate": `{"source":"SRC","phase":"copying"}`}}); err != nil {
+		t.Fatal(err)
+	}
+	ep := migrate.Endpoint{JS: js}
+	_, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "SRC", Target: "SRC2", Cutover: true})
+	if !errors.Is(err, migrate.ErrTargetExists) || !strings.Contains(err.Error(), "a mirror takes the messages out of a workqueue source; delete \"SRC2\" and run again") {
+		t.Fatalf("err = %v", err)
 	}
 }
