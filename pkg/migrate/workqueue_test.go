@@ -246,3 +246,56 @@ func TestMoveRefusesAnEarlierMirrorOfAWorkqueue(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The rehearsal (a copy without --cutover) leaves every source as it was,
+// message by message, times included, and its config too, whatever its
+// retention: limits and interest sources are mirrored (a mirror takes
+// nothing out of them), workqueue sources copied by jetctl.
+func TestRehearsalLeavesEverySourceAsItWas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ret  jetstream.RetentionPolicy
+		cons []jetstream.ConsumerConfig
+	}{
+		{"limits", jetstream.LimitsPolicy, nil},
+		{"interest", jetstream.InterestPolicy, []jetstream.ConsumerConfig{{Durable: "C", AckPolicy: explicit}}},
+		{"interest-filtered", jetstream.InterestPolicy, []jetstream.ConsumerConfig{{Durable: "A", AckPolicy: explicit, FilterSubject: "s.a"}}},
+		{"workqueue", jetstream.WorkQueuePolicy, nil},
+		{"workqueue-filtered", jetstream.WorkQueuePolicy, []jetstream.ConsumerConfig{{Durable: "A", AckPolicy: explicit, FilterSubject: "s.a"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := embeddedtest.JetStream(t)
+			if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: tc.ret}); err != nil {
+				t.Fatal(err)
+			}
+			for _, cc := range tc.cons {
+				if _, err := js.CreateConsumer(ctx(t), "SRC", cc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pubAsync(t, js, []string{"s.a", "s.b", "s.c"}, factMsgs)
+			before, binfo := storedMsgs(t, js, "SRC", false)
+			ep := migrate.Endpoint{JS: js}
+			sum, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "SRC", Target: "SRC2"})
+			if err != nil || !sum.Verified {
+				t.Fatalf("rehearsal: %+v %v", sum, err)
+			}
+			after, ainfo := storedMsgs(t, js, "SRC", false)
+			sameStored(t, before, after)
+			for seq, b := range before {
+				if !after[seq].t.Equal(b.t) {
+					t.Fatalf("seq %d: stored at %v, was %v", seq, after[seq].t, b.t)
+				}
+			}
+			bs, as := binfo.State, ainfo.State
+			if as.Msgs != bs.Msgs || as.FirstSeq != bs.FirstSeq || as.LastSeq != bs.LastSeq || as.Bytes != bs.Bytes {
+				t.Errorf("source state %+v, was %+v", as, bs)
+			}
+			bc, ac := binfo.Config, ainfo.Config
+			bc.Metadata, ac.Metadata = nil, nil
+			if fmt.Sprintf("%+v", bc) != fmt.Sprintf("%+v", ac) {
+				t.Errorf("source config\n%+v\nwas\n%+v", ac, bc)
+			}
+		})
+	}
+}
