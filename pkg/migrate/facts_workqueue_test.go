@@ -32,6 +32,21 @@ func pubAsync(t *testing.T, js jetstream.JetStream, subjects []string, n int) {
 	}
 }
 
+// makeSource makes SRC on s.> with retention ret and the consumers cons,
+// and publishes factMsgs messages round s.a, s.b and s.c.
+func makeSource(t *testing.T, js jetstream.JetStream, ret jetstream.RetentionPolicy, cons ...jetstream.ConsumerConfig) {
+	t.Helper()
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: ret}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cc := range cons {
+		if _, err := js.CreateConsumer(ctx(t), "SRC", cc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pubAsync(t, js, []string{"s.a", "s.b", "s.c"}, factMsgs)
+}
+
 // retentionOrigin makes SRC (subjects s.>) with retention ret and the
 // consumers cons (none acknowledges anything), publishes factMsgs
 // messages round s.a, s.b and s.c, mirrors it to M, and returns how many
@@ -40,15 +55,7 @@ func pubAsync(t *testing.T, js jetstream.JetStream, subjects []string, n int) {
 func retentionOrigin(t *testing.T, ret jetstream.RetentionPolicy, want uint64, cons ...jetstream.ConsumerConfig) (before, after, mirrored uint64) {
 	t.Helper()
 	js := embeddedtest.JetStream(t)
-	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: ret}); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cons {
-		if _, err := js.CreateConsumer(ctx(t), "SRC", c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pubAsync(t, js, []string{"s.a", "s.b", "s.c"}, factMsgs)
+	makeSource(t, js, ret, cons...)
 	si := streamInfo(t, js, "SRC")
 	// The last stored message: an interest origin whose consumer wants
 	// only s.a dropped the rest as they came.

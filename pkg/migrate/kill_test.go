@@ -39,15 +39,7 @@ func TestKillAndRerunEveryRetention(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := embeddedtest.JetStream(t)
-			if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: tc.ret}); err != nil {
-				t.Fatal(err)
-			}
-			for _, cc := range tc.cons {
-				if _, err := js.CreateConsumer(ctx(t), "SRC", cc); err != nil {
-					t.Fatal(err)
-				}
-			}
-			pubAsync(t, js, []string{"s.a", "s.b", "s.c"}, factMsgs)
+			makeSource(t, js, tc.ret, tc.cons...)
 			for _, cc := range tc.cons {
 				if cc.DeliverSubject == "" {
 					continue

@@ -20,15 +20,7 @@ import (
 // consumer take 300 and acknowledge the first 200 (they leave the stream).
 func wqSource(t *testing.T, js jetstream.JetStream, cons ...jetstream.ConsumerConfig) {
 	t.Helper()
-	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
-		t.Fatal(err)
-	}
-	for _, cc := range cons {
-		if _, err := js.CreateConsumer(ctx(t), "SRC", cc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pubAsync(t, js, []string{"s.a", "s.b", "s.c"}, factMsgs)
+	makeSource(t, js, jetstream.WorkQueuePolicy, cons...)
 	for _, cc := range cons {
 		c, err := js.Consumer(ctx(t), "SRC", cc.Durable)
 		if err != nil {
@@ -265,15 +257,7 @@ func TestRehearsalLeavesEverySourceAsItWas(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := embeddedtest.JetStream(t)
-			if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}, Retention: tc.ret}); err != nil {
-				t.Fatal(err)
-			}
-			for _, cc := range tc.cons {
-				if _, err := js.CreateConsumer(ctx(t), "SRC", cc); err != nil {
-					t.Fatal(err)
-				}
-			}
-			pubAsync(t, js, []string{"s.a", "s.b", "s.c"}, factMsgs)
+			makeSource(t, js, tc.ret, tc.cons...)
 			before, binfo := storedMsgs(t, js, "SRC", false)
 			ep := migrate.Endpoint{JS: js}
 			sum, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "SRC", Target: "SRC2"})
