@@ -480,24 +480,49 @@ func (m *mover) vanished(ctx context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
+	wasGone := func(seq uint64) bool { _, ok := slices.BinarySearch(snap.Deleted, seq); return ok }
+	// Gone now: everything below the source's first sequence (all of it
+	// when it is empty), and its deleted sequences; in the snapshot's
+	// range above the consumers, less what was gone already. Counted
+	// without walking the range, which may be long: this runs while
+	// writers wait.
 	var gone []uint64
-	n := 0
-	for seq := from; seq <= snap.Last; seq++ {
-		if _, was := slices.BinarySearch(snap.Deleted, seq); was {
-			continue
+	n := uint64(0)
+	low := snap.Last
+	if sinfo.State.Msgs > 0 {
+		low = min(low, sinfo.State.FirstSeq-1)
+	}
+	if low >= from {
+		n = low - from + 1
+		for _, d := range snap.Deleted {
+			if d >= from && d <= low {
+				n--
+			}
 		}
-		if seq < sinfo.State.FirstSeq || sinfo.State.Msgs == 0 || deleted[seq] {
-			n++
-			if len(gone) < 5 {
+		for seq := from; seq <= low && len(gone) < 5; seq++ {
+			if !wasGone(seq) {
 				gone = append(gone, seq)
 			}
 		}
 	}
+	var above []uint64
+	for d := range deleted {
+		if d >= max(from, low+1) && d <= snap.Last && !wasGone(d) {
+			above = append(above, d)
+		}
+	}
+	n += uint64(len(above))
+	slices.Sort(above)
+	gone = append(gone, above[:min(len(above), 5-len(gone))]...)
 	if n == 0 {
 		return nil
 	}
+	list := seqList(gone)
+	if n > uint64(len(gone)) {
+		list += ", …"
+	}
 	return m.verifyError(fmt.Sprintf("%d messages left the source during the move that no consumer had been delivered (seq %s; consumers delivered up to seq %d): something consumed or deleted them",
-		n, seqList(gone), delivered))
+		n, list, delivered))
 }
 
 func withName(c jetstream.StreamConfig, name string) jetstream.StreamConfig {
