@@ -164,34 +164,43 @@ func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetst
 // tail left is short.
 func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 	for round := 0; ; round++ {
-		m.at("copying")
-		// The source's messages are hashed as they are copied: only what
-		// the target held already is read from the source again.
-		var copied []msgHash
-		began, err := m.copyUpTo(ctx, si.State.LastSeq, "copying", &copied)
-		if err != nil {
+		if err := m.liveRetry(ctx, func(ctx context.Context) error { return m.copyRound(ctx, si) }); err != nil {
 			return err
 		}
-		from, to := max(si.State.FirstSeq, m.verified+1), si.State.LastSeq
-		if si.State.Msgs > 0 && to >= from {
-			srcHs, dstHs, err := m.readBothCopy(ctx, from, to, min(began, to+1))
-			if err != nil {
-				return err
-			}
-			for _, h := range copied {
-				if h.Seq >= from && h.Seq <= to && (len(srcHs) == 0 || h.Seq > srcHs[len(srcHs)-1].Seq) {
-					srcHs = append(srcHs, h)
-				}
-			}
-			if err := m.accept(ctx, srcHs, dstHs, to); err != nil {
-				return err
-			}
-		}
 		var again bool
+		var err error
 		if si, again, err = m.anotherRound(ctx, si, round); err != nil || !again {
 			return err
 		}
 	}
+}
+
+// copyRound is one live round of jetctl's copy: it copies up to what the
+// source held at si, compares, and marks it verified. Run again after a
+// failure, it continues from the target's last sequence.
+func (m *mover) copyRound(ctx context.Context, si *jetstream.StreamInfo) error {
+	m.at("copying")
+	// The source's messages are hashed as they are copied: only what the
+	// target held already is read from the source again.
+	var copied []msgHash
+	began, err := m.copyUpTo(ctx, si.State.LastSeq, "copying", &copied)
+	if err != nil {
+		return err
+	}
+	from, to := max(si.State.FirstSeq, m.verified+1), si.State.LastSeq
+	if si.State.Msgs == 0 || to < from {
+		return nil
+	}
+	srcHs, dstHs, err := m.readBothCopy(ctx, from, to, min(began, to+1))
+	if err != nil {
+		return err
+	}
+	for _, h := range copied {
+		if h.Seq >= from && h.Seq <= to && (len(srcHs) == 0 || h.Seq > srcHs[len(srcHs)-1].Seq) {
+			srcHs = append(srcHs, h)
+		}
+	}
+	return m.accept(ctx, srcHs, dstHs, to)
 }
 
 // readBothCopy hashes from..to of the target and from..srcEnd-1 of the

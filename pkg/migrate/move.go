@@ -621,41 +621,8 @@ func (m *mover) create(ctx context.Context, si *jetstream.StreamInfo) (jetstream
 // only a short tail left to compare.
 func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) error {
 	for round := 0; ; round++ {
-		want := si.State.LastSeq
-		if si.State.Msgs == 0 {
-			want = 0
-		} else if _, err := getMsg(ctx, m.src.JS, m.srcName, want); err != nil {
-			// The last sequence was deleted: wait for the last one stored.
-			want = 0
-		}
-		m.at("copying")
-		from := max(si.State.FirstSeq, m.verified+1)
-		to := want
-		var srcHs, dstHs []msgHash
-		if want > 0 && want >= from {
-			var err error
-			if srcHs, dstHs, to, err = m.readWhileCopying(ctx, from, want, si.State.LastSeq); err != nil {
-				return err
-			}
-		} else {
-			tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
-			if err != nil {
-				return err
-			}
-			to = min(tinfo.State.LastSeq, si.State.LastSeq)
-			if to >= from {
-				srcN, dstN := len(m.srcHashes), len(m.dstHashes)
-				if err := m.readBoth(ctx, from, to); err != nil {
-					return err
-				}
-				srcHs, dstHs = m.srcHashes[srcN:], m.dstHashes[dstN:]
-				m.srcHashes, m.dstHashes = m.srcHashes[:srcN], m.dstHashes[:dstN]
-			}
-		}
-		if to >= from {
-			if err := m.accept(ctx, srcHs, dstHs, to); err != nil {
-				return err
-			}
+		if err := m.liveRetry(ctx, func(ctx context.Context) error { return m.mirrorRound(ctx, si) }); err != nil {
+			return err
 		}
 		var again bool
 		var err error
@@ -663,6 +630,66 @@ func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) err
 			return err
 		}
 	}
+}
+
+// liveRetry runs one live round, and again after a transient error (a
+// reply lost while the connection came back after a server restart, no
+// responders while JetStream starts) for up to a minute, warning once on
+// stderr: no writer waits meanwhile, and the round starts from what was
+// verified.
+func (m *mover) liveRetry(ctx context.Context, round func(ctx context.Context) error) error {
+	warned := false
+	return retry.Do(ctx, retry.Policy{Within: mirrorErrorGrace, Pause: 250 * time.Millisecond, MaxPause: 2 * time.Second,
+		Retryable: func(err error) bool {
+			if !transient(err) || ctx.Err() != nil {
+				return false
+			}
+			if !warned {
+				warned = true
+				logctx.From(ctx).Warn("copying: the server did not answer; trying again (a server restarting?)", "stream", m.srcName, "error", err)
+			}
+			return true
+		}}, round)
+}
+
+// mirrorRound is one live round of a mirror's copy: it waits for the
+// mirror to copy what the source holds, compares, and marks it verified.
+func (m *mover) mirrorRound(ctx context.Context, si *jetstream.StreamInfo) error {
+	want := si.State.LastSeq
+	if si.State.Msgs == 0 {
+		want = 0
+	} else if _, err := getMsg(ctx, m.src.JS, m.srcName, want); err != nil {
+		// The last sequence was deleted: wait for the last one stored.
+		want = 0
+	}
+	m.at("copying")
+	from := max(si.State.FirstSeq, m.verified+1)
+	to := want
+	var srcHs, dstHs []msgHash
+	if want > 0 && want >= from {
+		var err error
+		if srcHs, dstHs, to, err = m.readWhileCopying(ctx, from, want, si.State.LastSeq); err != nil {
+			return err
+		}
+	} else {
+		tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
+		if err != nil {
+			return err
+		}
+		to = min(tinfo.State.LastSeq, si.State.LastSeq)
+		if to >= from {
+			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
+			if err := m.readBoth(ctx, from, to); err != nil {
+				return err
+			}
+			srcHs, dstHs = m.srcHashes[srcN:], m.dstHashes[dstN:]
+			m.srcHashes, m.dstHashes = m.srcHashes[:srcN], m.dstHashes[:dstN]
+		}
+	}
+	if to >= from {
+		return m.accept(ctx, srcHs, dstHs, to)
+	}
+	return nil
 }
 
 // accept compares the hashes of a live round (the source's against the
@@ -673,6 +700,8 @@ func (m *mover) accept(ctx context.Context, srcHs, dstHs []msgHash, to uint64) e
 	m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
 	src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
 	if err != nil {
+		// Nothing of the round is kept: it may be run again.
+		m.srcHashes, m.dstHashes = m.srcHashes[:srcN], m.dstHashes[:dstN]
 		return err
 	}
 	m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
