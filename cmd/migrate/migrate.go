@@ -17,9 +17,11 @@ func NewCmd(f *factory.Factory) *cobra.Command {
 		Long: `Move a stream without losing a message or a consumer position: to another
 name (--as), another server (--to-server, --to-context) or another
 JetStream domain (--to-domain). The target's server copies the stream as a
-mirror, which keeps sequence numbers, timestamps and headers; jetctl
-compares the copy with the source message by message while the source
-keeps taking writes. With --cutover it then moves the subjects and the
+mirror, which keeps sequence numbers, timestamps and headers; a workqueue
+stream, which a mirror would drain, and a stream on a server with no route
+to the target's are copied by jetctl instead (the original times in a
+header). jetctl compares the copy with the source message by message while
+the source keeps taking writes. With --cutover it then moves the subjects and the
 durable consumers (same config, same position) to the target and deletes
 the source, with a write outage of a few round trips.
 
