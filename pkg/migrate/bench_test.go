@@ -197,3 +197,71 @@ func BenchmarkClientCopy(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/copyTime.Seconds(), "copy-msgs/s")
 	b.ReportMetric(float64(n)*float64(b.N)/pubTime.Seconds(), "pub-async-msgs/s")
 }
+
+// BenchmarkWorkqueueMove is `jetctl migrate stream WQ --as WQ2` of a
+// workqueue stream on one server, which jetctl copies (a mirror would
+// drain it), next to what the user would otherwise have, measured in the
+// same run on the same server: the mirror's move of a limits stream of the
+// same messages (BenchmarkMoveCopy's), and the physical limit of the
+// copy's publishes, an async publish of the same messages without headers.
+func BenchmarkWorkqueueMove(b *testing.B) {
+	n := benchMsgs(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	b.Cleanup(cancel)
+	js := embeddedtest.JetStream(b)
+	payload := make([]byte, 128)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	fill := func(name, prefix string, ret jetstream.RetentionPolicy) time.Duration {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{prefix + ".>"}, Storage: jetstream.FileStorage, Retention: ret, AllowDirect: true}); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		for i := 0; i < n; i++ {
+			if _, err := js.PublishAsync(fmt.Sprintf("%s.orders.%04d", prefix, i%1000), payload); err != nil {
+				b.Fatal(err)
+			}
+			if i%copyWindow == copyWindow-1 {
+				<-js.PublishAsyncComplete()
+			}
+		}
+		<-js.PublishAsyncComplete()
+		return time.Since(t0)
+	}
+	fill("WQ", "wq", jetstream.WorkQueuePolicy)
+	fill("LIM", "lim", jetstream.LimitsPolicy)
+	ep := Endpoint{JS: js}
+	move := func(src, dst, mech string) time.Duration {
+		t0 := time.Now()
+		sum, err := Stream(ctx, ep, ep, Config{Stream: src, Target: dst})
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(t0)
+		if !sum.Verified || sum.Messages != uint64(n) || sum.Mechanism != mech {
+			b.Fatalf("summary: %+v", sum)
+		}
+		if err := js.DeleteStream(ctx, dst); err != nil {
+			b.Fatal(err)
+		}
+		return took
+	}
+	var wq, mirror, pub time.Duration
+	for b.Loop() {
+		wq += move("WQ", "WQ2", "copy")
+		b.StopTimer()
+		mirror += move("LIM", "LIM2", "mirror")
+		pub += fill("PUB", "pub", jetstream.LimitsPolicy)
+		if err := js.DeleteStream(ctx, "PUB"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	rate := func(d time.Duration) float64 { return float64(n) * float64(b.N) / d.Seconds() }
+	b.ReportMetric(rate(wq), "wq-move-msgs/s")
+	b.ReportMetric(rate(mirror), "mirror-move-msgs/s")
+	b.ReportMetric(rate(pub), "pub-async-msgs/s")
+	b.ReportMetric(mirror.Seconds()/wq.Seconds(), "x-mirror-move")
+	b.ReportMetric(pub.Seconds()/wq.Seconds(), "x-pub-async")
+}
