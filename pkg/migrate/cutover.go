@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/logctx"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // phaseHeld: the first hop of a replacement is done; its consumers wait,
@@ -219,6 +221,9 @@ func (m *mover) hold(ctx context.Context, tinfo *jetstream.StreamInfo, st *state
 			return nil, outageStart, err
 		}
 	}
+	if err := m.drainInbound(ctx); err != nil {
+		return nil, outageStart, err
+	}
 	m.at("held")
 	// 3. Where each consumer is, now that nothing is delivered.
 	for i, c := range st.Consumers {
@@ -235,6 +240,29 @@ func (m *mover) hold(ctx context.Context, tinfo *jetstream.StreamInfo, st *state
 		return nil, outageStart, err
 	}
 	return tinfo, outageStart, nil
+}
+
+// drainInbound returns once the source has stored every publish it took
+// before its subjects were taken off it. The server queues what a stream
+// takes and stores it after, so a publish accepted just before the swap
+// can be stored just after it: frozen it is not yet, and a message stored
+// after the copy is compared would be deleted with the source. A publish
+// to the placeholder that expects an impossible last sequence goes
+// through the same queue and is refused, storing nothing: its answer
+// comes after everything queued before it.
+func (m *mover) drainInbound(ctx context.Context) error {
+	return retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+		_, err := m.src.JS.PublishMsg(ctx, &nats.Msg{Subject: PlaceholderSubject(m.srcName), Header: nats.Header{HeaderEnd: []string{"barrier"}}},
+			jetstream.WithExpectStream(m.srcName), jetstream.WithExpectLastSequence(math.MaxUint64))
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+			return nil // refused, as it must be: everything before it is stored
+		case err == nil:
+			return fmt.Errorf("stream %q: the barrier publish was stored; it expected last sequence %d", m.srcName, uint64(math.MaxUint64))
+		}
+		return fmt.Errorf("stream %q: waiting for the publishes it took before the cutover: %w", m.srcName, err)
+	})
 }
 
 // heldFlags returns the consumers' own pause flags kept by a first hop on

@@ -1,6 +1,7 @@
 package migrate_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -234,5 +235,25 @@ func TestFactMirrorDropsExpectedHeaders(t *testing.T) {
 				t.Errorf("%s seq %d: headers %s, want %s", name, seq, got, w)
 			}
 		}
+	}
+}
+
+// A publish that expects a last sequence the stream does not have is
+// refused (10071) and stores nothing, not even a sequence: the cutover
+// uses one on the source's placeholder as a barrier, since its answer
+// comes after every publish the stream had queued before it.
+func TestFactWrongLastSequenceStoresNothing(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SRC", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	pubAsync(t, js, []string{"s.a"}, 10)
+	_, err := js.PublishMsg(ctx(t), &nats.Msg{Subject: "s.b"}, jetstream.WithExpectStream("SRC"), jetstream.WithExpectLastSequence(1<<63))
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
+		t.Fatalf("publish expecting a wrong last sequence: %v, want error 10071", err)
+	}
+	if ack, err := js.Publish(ctx(t), "s.a", nil); err != nil || ack.Sequence != 11 {
+		t.Errorf("next publish: %+v %v, want seq 11 (nothing stored, no sequence taken)", ack, err)
 	}
 }
