@@ -163,16 +163,7 @@ func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetst
 // before a cutover it goes round again while writes keep coming, until the
 // tail left is short.
 func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
-	for round := 0; ; round++ {
-		if err := m.liveRetry(ctx, func(ctx context.Context) error { return m.copyRound(ctx, si) }); err != nil {
-			return err
-		}
-		var again bool
-		var err error
-		if si, again, err = m.anotherRound(ctx, si, round); err != nil || !again {
-			return err
-		}
-	}
+	return m.liveRounds(ctx, si, m.copyRound)
 }
 
 // copyRound is one live round of jetctl's copy: it copies up to what the

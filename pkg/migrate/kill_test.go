@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
@@ -45,21 +46,10 @@ func TestKillAndRerunEveryRetention(t *testing.T) {
 					continue
 				}
 				// A push consumer: its first 100 acknowledged.
-				sub, err := js.Conn().SubscribeSync(cc.DeliverSubject)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i := 0; i < 100; i++ {
-					msg, err := sub.NextMsg(10 * time.Second)
-					if err != nil {
-						t.Fatal(err)
-					}
+				for _, msg := range pushed(t, js, cc.DeliverSubject, 100) {
 					if err := msg.AckSync(); err != nil {
 						t.Fatal(err)
 					}
-				}
-				if err := sub.Unsubscribe(); err != nil {
-					t.Fatal(err)
 				}
 			}
 			floors := map[string]uint64{}
@@ -111,18 +101,10 @@ func TestKillAndRerunEveryRetention(t *testing.T) {
 				if cc.DeliverSubject == "" {
 					continue
 				}
-				sub, err := js.Conn().SubscribeSync(cc.DeliverSubject)
-				if err != nil {
-					t.Fatal(err)
-				}
-				msg, err := sub.NextMsg(10 * time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
+				msg := pushed(t, js, cc.DeliverSubject, 1)[0]
 				if md, err := msg.Metadata(); err != nil || md.Sequence.Stream != floors[cc.Durable]+1 {
 					t.Errorf("push consumer %s delivers %+v (%v) first, want seq %d", cc.Durable, md, err, floors[cc.Durable]+1)
 				}
-				_ = sub.Unsubscribe()
 			}
 			t.Logf("%d messages before, %d acknowledged during the move, longest gap %v", len(before), len(pub.acked), pub.maxGap)
 		})
@@ -195,4 +177,24 @@ func TestKillAndRerunKVBucket(t *testing.T) {
 	if err != nil || rev != binfo.State.LastSeq+1 {
 		t.Errorf("put after: revision %d %v, want %d", rev, err, binfo.State.LastSeq+1)
 	}
+}
+
+// pushed takes the next n messages a push consumer delivers to subject,
+// then stops listening.
+func pushed(t *testing.T, js jetstream.JetStream, subject string, n int) []*nats.Msg {
+	t.Helper()
+	sub, err := js.Conn().SubscribeSync(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	out := make([]*nats.Msg, 0, n)
+	for range n {
+		msg, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, msg)
+	}
+	return out
 }

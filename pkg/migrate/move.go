@@ -620,13 +620,19 @@ func (m *mover) create(ctx context.Context, si *jetstream.StreamInfo) (jetstream
 // source keeps taking writes it goes round again, so that the cutover has
 // only a short tail left to compare.
 func (m *mover) copyAndVerify(ctx context.Context, si *jetstream.StreamInfo) error {
-	for round := 0; ; round++ {
-		if err := m.liveRetry(ctx, func(ctx context.Context) error { return m.mirrorRound(ctx, si) }); err != nil {
+	return m.liveRounds(ctx, si, m.mirrorRound)
+}
+
+// liveRounds runs live rounds (each under liveRetry) while anotherRound
+// says so: the mirror's and jetctl's copy alike.
+func (m *mover) liveRounds(ctx context.Context, si *jetstream.StreamInfo, round func(context.Context, *jetstream.StreamInfo) error) error {
+	for n := 0; ; n++ {
+		if err := m.liveRetry(ctx, func(ctx context.Context) error { return round(ctx, si) }); err != nil {
 			return err
 		}
 		var again bool
 		var err error
-		if si, again, err = m.anotherRound(ctx, si, round); err != nil || !again {
+		if si, again, err = m.anotherRound(ctx, si, n); err != nil || !again {
 			return err
 		}
 	}
