@@ -612,7 +612,13 @@ func (m *mover) seat(ctx context.Context, c savedConsumer, targetLast uint64) er
 	}
 	_ = cons
 	if reset {
-		if _, err := m.dst.JS.ResetConsumerToSequence(ctx, m.dstName, cc.Name, next); err != nil {
+		// Idempotent, so tried again when unanswered (a replicated
+		// consumer on a busy cluster can take longer than a request).
+		err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 200 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+			_, err := m.dst.JS.ResetConsumerToSequence(ctx, m.dstName, cc.Name, next)
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("consumer %q on %q: reset to seq %d: %w", cc.Name, m.dstName, next, err)
 		}
 	}
