@@ -5,11 +5,13 @@ package consumer
 
 import (
 	"fmt"
+	"github.com/dustin/go-humanize/english"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
@@ -57,11 +59,35 @@ fields.`,
 // selectFlags are the flags ls and watch share: which consumers, in which
 // order, with which health thresholds.
 type selectFlags struct {
-	all      bool
-	sort     string
-	filter   string
+	all    bool
+	sort   string
+	filter string
+	health HealthFlags
+}
+
+// HealthFlags are the thresholds of the health model, the same flags in
+// every command that shows a consumer's health (consumer ls, watch, wait,
+// explain, and status) so that they can give the same answer.
+type HealthFlags struct {
 	behind   time.Duration
 	inactive time.Duration
+}
+
+// Bind adds --behind and --inactive to fs.
+func (h *HealthFlags) Bind(fs *pflag.FlagSet) {
+	d := pkgconsumer.DefaultThresholds
+	factory.DurationVar(fs, &h.behind, "behind", d.Behind, "lag (age of the oldest unprocessed message) from which a consumer is behind").Positive()
+	factory.DurationVar(fs, &h.inactive, "inactive", d.Inactive, "time without activity after which a consumer with no worker is stalled (messages wait) or idle (0: at once)")
+}
+
+// Thresholds are the flags as the health model takes them.
+func (h *HealthFlags) Thresholds() pkgconsumer.Thresholds {
+	inactive := h.inactive
+	if inactive == 0 {
+		// 0 means "any inactivity": the smallest positive threshold.
+		inactive = time.Nanosecond
+	}
+	return pkgconsumer.Thresholds{Behind: h.behind, Inactive: inactive}
 }
 
 func (s *selectFlags) bind(cmd *cobra.Command) {
@@ -69,8 +95,7 @@ func (s *selectFlags) bind(cmd *cobra.Command) {
 	fs.BoolVar(&s.all, "all", false, "include KV, object store and DLQ streams (hidden by default)")
 	fs.StringVar(&s.sort, "sort", "name", "order: lag (worst first), pending (most first), health (worst first) or name")
 	fs.StringVar(&s.filter, "filter", "", "jq program: keep the consumers for which it is true (it sees the JSON fields)")
-	factory.DurationVar(fs, &s.behind, "behind", time.Minute, "lag from which a consumer is behind").Positive()
-	factory.DurationVar(fs, &s.inactive, "inactive", 5*time.Minute, "time without activity after which a consumer with no waiting pull is stalled (work pending) or idle")
+	s.health.Bind(fs)
 	_ = cmd.RegisterFlagCompletionFunc("sort", cobra.FixedCompletions([]string{"lag", "pending", "health", "name"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -98,16 +123,11 @@ func (s *selectFlags) config(f *factory.Factory, streams []string) (selection, e
 	if err != nil {
 		return sel, exitcode.New(exitcode.Usage, err)
 	}
-	inactive := s.inactive
-	if inactive == 0 {
-		// 0 means "any inactivity": the smallest positive threshold.
-		inactive = time.Nanosecond
-	}
 	filter, err := output.CompileFilter(s.filter, "consumers it fails on")
 	if err != nil {
 		return sel, err
 	}
-	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: pkgconsumer.Thresholds{Behind: s.behind, Inactive: inactive}}
+	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: s.health.Thresholds()}
 	sel.sortBy = by
 	sel.keep = func(*pkgconsumer.State) bool { return true }
 	if filter != nil {
@@ -198,4 +218,26 @@ func kindCell(s *pkgconsumer.State) string {
 		return "?"
 	}
 	return s.Kind
+}
+
+// Unread is the error that ends a listing some of whose values could not
+// be read (the lag, where the user may not get messages): exit 4,
+// partial, after the output, in one line naming the first reason. The
+// values are shown as unknown and the findings that needed them are left
+// out. nil when everything was read.
+func Unread(states []*pkgconsumer.State) error {
+	n, first := 0, ""
+	for _, s := range states {
+		if len(s.ReadErrors) > 0 {
+			if n == 0 {
+				first = s.Stream + " > " + s.Consumer + ": " + s.ReadErrors[0]
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return exitcode.Newf(exitcode.Partial, "could not read everything for %s (shown as unknown; their findings left out): %s",
+		english.Plural(n, "consumer", "consumers"), output.Escape(first))
 }

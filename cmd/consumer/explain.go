@@ -7,7 +7,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
@@ -20,7 +19,7 @@ import (
 
 type explainOptions struct {
 	exitCode bool
-	idle     time.Duration
+	health   HealthFlags
 }
 
 func newCmdExplain(f *factory.Factory) *cobra.Command {
@@ -29,22 +28,30 @@ func newCmdExplain(f *factory.Factory) *cobra.Command {
 		Use:   "explain STREAM CONSUMER",
 		Short: "say what is wrong with a consumer, with the evidence and the command that helps",
 		Long: `Diagnose a consumer: read its state and its stream's, and name what is
-wrong. Each finding has a stable id, a severity (info, warning, critical),
-the evidence read from the server, and the command that fixes or
-investigates it:
+wrong. Each finding has a stable id, the health word it gives (the word
+"consumer ls", status, watch and wait show is the word of the most urgent
+finding: one health model everywhere), a severity, the evidence read from
+the server, and the command that fixes or investigates it:
 
-  stalled-max-ack-pending        ack pending has reached MaxAckPending
-  no-worker-pulling              messages wait, nobody pulls
-  poison-message                 the message after the ack floor is redelivered again and again
-  max-deliver-exceeded           messages past MaxDeliver still in a workqueue/interest stream
-  max-deliver-unlimited          MaxDeliver unlimited while redeliveries climb
-  filter-matches-nothing         a filter no stored message matches (a typo?)
-  deliver-policy-skipped-backlog the deliver policy started after older messages
-  push-no-subscriber             a push consumer nobody subscribes to
-  paused                         the consumer is paused
-  no-leader                      the cluster has no leader for the consumer or its stream
-  replica-lagging                a replica is offline or behind
-  interest-held-only-here        an interest stream keeps messages for this consumer alone
+  critical (messages are not being processed)
+  no-leader                      no-leader  the cluster has no leader for the consumer or its stream
+  stalled-max-ack-pending        stalled    ack pending has reached MaxAckPending
+  no-worker-pulling              stalled    messages wait, nobody pulls (--inactive)
+  push-no-subscriber             stalled    messages wait for a push consumer nobody subscribes to
+  nothing-acknowledged           failing    every message delivered since the ack floor is redelivered, none acked
+  poison-message                 poison     one message holds the ack floor, redelivered again and again
+  warning (needs a look)
+  paused                         paused     the consumer is paused
+  behind                         behind     the oldest unprocessed message is older than --behind
+  dead-letters                   dead-letters  dead letters wait, not yet swept or in the DLQ
+  max-deliver-exceeded           dead-letters  messages past MaxDeliver still in a workqueue/interest stream
+  replica-lagging                degraded   a replica is offline or behind
+  filter-matches-nothing         misconfigured  a filter no stored message matches (a typo?)
+  max-deliver-unlimited          misconfigured  MaxDeliver unlimited while redeliveries climb
+  info
+  idle                           idle       nothing pending, no worker seen for --inactive
+  deliver-policy-skipped-backlog ok         the deliver policy started after older messages
+  interest-held-only-here        ok         an interest stream keeps messages for this consumer alone
 
 A healthy consumer gets one line. It only reads: nothing is consumed,
 acknowledged or changed. --exit-code exits 8 when a finding at warning or
@@ -60,7 +67,10 @@ above is present (as kv diff --exit-code does), so it can gate a deploy.
 		},
 	}
 	cmd.Flags().BoolVar(&o.exitCode, "exit-code", false, "exit 8 when a finding at warning or above is present, 0 otherwise")
-	factory.DurationVar(cmd.Flags(), &o.idle, "idle", time.Minute, "a pull consumer with messages waiting and no delivery for this long has no worker").Positive()
+	o.health.Bind(cmd.Flags())
+	// --idle was explain's name for --inactive.
+	factory.DurationVar(cmd.Flags(), &o.health.inactive, "idle", pkgconsumer.DefaultThresholds.Inactive, "the same as --inactive").Positive()
+	_ = cmd.Flags().MarkHidden("idle")
 	return cmd
 }
 
@@ -73,7 +83,7 @@ func runExplain(ctx context.Context, f *factory.Factory, o *explainOptions, stre
 	if err != nil {
 		return err
 	}
-	res, err := pkgconsumer.Explain(ctx, js, pkgconsumer.ExplainConfig{Stream: stream, Consumer: consumer, IdleAfter: o.idle})
+	res, err := pkgconsumer.Explain(ctx, js, pkgconsumer.ExplainConfig{Stream: stream, Consumer: consumer, Thresholds: o.health.Thresholds()})
 	if err != nil {
 		return err
 	}
@@ -94,6 +104,9 @@ func runExplain(ctx context.Context, f *factory.Factory, o *explainOptions, stre
 	}
 	if o.exitCode && !res.Healthy() {
 		return exitcode.Silent(exitcode.Changes)
+	}
+	if res.State != nil {
+		return Unread([]*pkgconsumer.State{res.State})
 	}
 	return nil
 }
@@ -121,6 +134,9 @@ func writeExplanation(w io.Writer, res *pkgconsumer.Explanation) {
 	verdict := "needs attention"
 	if res.Healthy() {
 		verdict = "healthy, with notes"
+	}
+	if word := pkgconsumer.WordOf(res.Findings[0].ID); word != pkgconsumer.HealthOK {
+		verdict += " (" + string(word) + ")"
 	}
 	fmt.Fprintf(w, "%s: %s: %s (%s)\n", name, verdict, english.Plural(len(res.Findings), "finding", "findings"), strings.Join(parts, ", "))
 	for _, fd := range res.Findings {

@@ -53,7 +53,7 @@ func TestSelectThresholds(t *testing.T) {
 		args             []string
 		behind, inactive time.Duration
 	}{
-		{nil, time.Minute, 5 * time.Minute},
+		{nil, time.Minute, time.Minute},
 		{[]string{"--behind", "2d", "--inactive", "90s"}, 48 * time.Hour, 90 * time.Second},
 		// 0 means "any inactivity": the smallest positive threshold.
 		{[]string{"--inactive", "0"}, time.Minute, time.Nanosecond},
@@ -83,6 +83,8 @@ func TestPauseUntil(t *testing.T) {
 	}{
 		{nil, now.Add(pauseIndefinitely), ""},
 		{[]string{"--for", "1d"}, now.Add(24 * time.Hour), ""},
+		// Far ahead, but a time given: not "until resumed".
+		{[]string{"--for", "1000000h"}, now.Add(1000000 * time.Hour), ""},
 		{[]string{"--until", "2026-12-01T06:00:00Z"}, time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC), ""},
 		{[]string{"--until", "2001-01-01T00:00:00Z"}, time.Time{}, "--until 2001-01-01T00:00:00Z is not in the future"},
 		{[]string{"--for", "1h", "--until", "2099-01-01T00:00:00Z"}, time.Time{}, "--until and --for exclude each other"},
@@ -93,7 +95,10 @@ func TestPauseUntil(t *testing.T) {
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
-		got, err := o.pauseUntil(now)
+		got, indefinite, err := o.pauseUntil(now)
+		if indefinite != (len(c.args) == 0) {
+			t.Errorf("%v: indefinite %v", c.args, indefinite)
+		}
 		if c.err != "" {
 			if exitcode.Of(err) != exitcode.Usage || err.Error() != c.err {
 				t.Errorf("%v: %v, want exit 2 with %q", c.args, err, c.err)

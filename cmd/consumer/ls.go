@@ -20,9 +20,12 @@ func newCmdLs(f *factory.Factory) *cobra.Command {
 stream, consumer, filter subjects, pull or push, unprocessed messages
 (never delivered), ack pending against MaxAckPending, redelivered, waiting
 pulls, last activity, the lag in time (the age of the oldest message not
-yet delivered), dead letters captured for it (when "jetctl dlq setup"
-exists for the stream), paused, and a one-word health: ok, behind,
-stalled, idle, dead-letters or no-leader (rules in docs/consumer.md).
+yet delivered), its dead letters that wait (not yet swept, or in the DLQ,
+when "jetctl dlq setup" exists for the stream), paused, and a one-word
+health: the word of its most urgent finding, by the one health model
+"consumer explain", status, watch and wait use (critical: no-leader,
+stalled, failing, poison; warning: paused, behind, dead-letters,
+degraded, misconfigured; info: idle; ok). -o json has the findings.
 
 KV buckets (KV_*), object stores (OBJ_*) and the streams of "jetctl dlq
 setup" are hidden unless --all or named. --sort lag puts the worst first.
@@ -55,7 +58,10 @@ fields of -o json. Reading changes nothing.`,
 				fmt.Fprintln(f.IO.ErrOut, "jetctl: no consumers")
 				return nil
 			}
-			return p.Print(states, func() []output.Table { return []output.Table{lsTable(states)} })
+			if err := p.Print(states, func() []output.Table { return []output.Table{lsTable(states)} }); err != nil {
+				return err
+			}
+			return Unread(states)
 		},
 	}
 	sf.bind(cmd)

@@ -79,7 +79,7 @@ changes nothing. --dry-run checks the consumer exists, changing nothing.`,
 			if err != nil {
 				return err
 			}
-			return printPause(f, p.Format, st, func() error { return p.Print(st, nil) })
+			return printPause(f, p.Format, st, false, func() error { return p.Print(st, nil) })
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the consumer exists; change nothing")
@@ -87,25 +87,26 @@ changes nothing. --dry-run checks the consumer exists, changing nothing.`,
 }
 
 // pauseUntil turns --until or --for into a time, before anything is
-// contacted; the flags themselves parsed the values.
-func (o *pauseOptions) pauseUntil(now time.Time) (time.Time, error) {
+// contacted; the flags themselves parsed the values. indefinite: neither
+// was given, the pause lasts until resumed.
+func (o *pauseOptions) pauseUntil(now time.Time) (until time.Time, indefinite bool, err error) {
 	given := o.untilFlag.String() != ""
 	switch {
 	case given && o.dur > 0:
-		return time.Time{}, exitcode.UsageErrorf("--until and --for exclude each other")
+		return time.Time{}, false, exitcode.UsageErrorf("--until and --for exclude each other")
 	case given:
 		if !o.until.After(now) {
-			return time.Time{}, exitcode.UsageErrorf("--until %s is not in the future", o.untilFlag)
+			return time.Time{}, false, exitcode.UsageErrorf("--until %s is not in the future", o.untilFlag)
 		}
-		return o.until, nil
+		return o.until, false, nil
 	case o.dur > 0:
-		return now.Add(o.dur), nil
+		return now.Add(o.dur), false, nil
 	}
-	return now.Add(pauseIndefinitely), nil
+	return now.Add(pauseIndefinitely), true, nil
 }
 
 func runPause(ctx context.Context, f *factory.Factory, o *pauseOptions, stream, consumer string, now time.Time) error {
-	until, err := o.pauseUntil(now)
+	until, indefinite, err := o.pauseUntil(now)
 	if err != nil {
 		return err
 	}
@@ -121,32 +122,34 @@ func runPause(ctx context.Context, f *factory.Factory, o *pauseOptions, stream, 
 	if err != nil {
 		return err
 	}
-	return printPause(f, p.Format, st, func() error { return p.Print(st, nil) })
+	return printPause(f, p.Format, st, indefinite, func() error { return p.Print(st, nil) })
 }
 
-func printPause(f *factory.Factory, format string, st *pkgconsumer.PauseState, print func() error) error {
+// printPause says what a pause or resume did; indefinite: a pause until
+// resumed (the server keeps a time a century ahead).
+func printPause(f *factory.Factory, format string, st *pkgconsumer.PauseState, indefinite bool, print func() error) error {
 	if format != "table" || f.Output.JQ != "" {
 		return print()
 	}
+	end := "resumed"
+	if !indefinite && st.PauseUntil != nil {
+		end = st.PauseUntil.UTC().Format(time.RFC3339)
+	}
 	switch {
-	case st.DryRun && !st.Paused:
+	case st.DryRun && !st.Paused && st.WasPaused:
 		fmt.Fprintf(f.IO.Out, "dry run: %s > %s would deliver again (resumed at once)\n", st.Stream, st.Consumer)
+	case st.DryRun && !st.Paused:
+		fmt.Fprintf(f.IO.Out, "dry run: %s > %s is not paused: nothing would change\n", st.Stream, st.Consumer)
 	case st.DryRun:
-		fmt.Fprintf(f.IO.Out, "dry run: %s > %s would be paused until %s\n", st.Stream, st.Consumer, pauseEnd(st))
+		fmt.Fprintf(f.IO.Out, "dry run: %s > %s would be paused until %s\n", st.Stream, st.Consumer, end)
+	case !st.Paused && st.WasPaused:
+		fmt.Fprintf(f.IO.Out, "%s > %s resumed: it delivers again\n", st.Stream, st.Consumer)
 	case !st.Paused:
-		fmt.Fprintf(f.IO.Out, "%s > %s is not paused: it delivers\n", st.Stream, st.Consumer)
-	case time.Until(*st.PauseUntil) > pauseIndefinitely/10*9:
+		fmt.Fprintf(f.IO.Out, "%s > %s was not paused: nothing changed, it delivers\n", st.Stream, st.Consumer)
+	case indefinite:
 		fmt.Fprintf(f.IO.Out, "%s > %s paused until resumed (jetctl consumer resume %s %s)\n", st.Stream, st.Consumer, st.Stream, st.Consumer)
 	default:
-		fmt.Fprintf(f.IO.Out, "%s > %s paused until %s\n", st.Stream, st.Consumer, st.PauseUntil.Format(time.RFC3339))
+		fmt.Fprintf(f.IO.Out, "%s > %s paused until %s\n", st.Stream, st.Consumer, end)
 	}
 	return nil
-}
-
-// pauseEnd is when a pause ends, for people.
-func pauseEnd(st *pkgconsumer.PauseState) string {
-	if time.Until(*st.PauseUntil) > pauseIndefinitely/10*9 {
-		return "resumed"
-	}
-	return st.PauseUntil.Format(time.RFC3339)
 }

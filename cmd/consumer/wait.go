@@ -20,6 +20,7 @@ type waitOptions struct {
 	pendingBelow uint64
 	ackFloor     uint64
 	wait         time.Duration
+	health       HealthFlags
 }
 
 func newCmdWait(f *factory.Factory) *cobra.Command {
@@ -60,13 +61,17 @@ stderr; the state that met the condition goes to stdout.`,
 	fs.Uint64Var(&o.pendingBelow, "pending-below", 0, "wait until unprocessed plus ack pending messages are below N")
 	fs.Uint64Var(&o.ackFloor, "ack-floor", 0, "wait until the ack floor reaches stream sequence SEQ")
 	factory.DurationVar(fs, &o.wait, "wait", 0, "give up after this long with exit 5 (30s, 5m, 1h); default: wait until met or interrupted").Positive()
+	o.health.Bind(fs)
 	return cmd
 }
 
 // config turns flags and arguments into a WaitConfig, before connecting.
 func (o *waitOptions) config(cmd *cobra.Command, args []string) (pkgconsumer.WaitConfig, time.Duration, error) {
-	cfg := pkgconsumer.WaitConfig{Stream: args[0], Consumer: args[1], CaughtUp: o.caughtUp}
+	cfg := pkgconsumer.WaitConfig{Stream: args[0], Consumer: args[1], CaughtUp: o.caughtUp, Thresholds: o.health.Thresholds()}
 	if cmd.Flags().Changed("pending-below") {
+		if o.pendingBelow == 0 {
+			return cfg, 0, exitcode.UsageErrorf("--pending-below 0 can never be met (nothing is below 0): to wait until nothing is pending, use --pending-below 1")
+		}
 		cfg.PendingBelow = &o.pendingBelow
 	}
 	if cmd.Flags().Changed("ack-floor") {
@@ -117,9 +122,9 @@ func runWait(ctx context.Context, f *factory.Factory, cfg pkgconsumer.WaitConfig
 		return err
 	}
 	return p.Print(res, func() []output.Table {
-		t := output.Table{Header: []string{"stream", "consumer", "condition", "ack floor", "unprocessed", "ack pending", "waited"}}
+		t := output.Table{Header: []string{"stream", "consumer", "condition", "ack floor", "unprocessed", "ack pending", "waited", "health"}}
 		s := res.State
-		t.Row(res.Stream, res.Consumer, res.Condition+" met", s.AckFloorStreamSeq, humanize.Comma(int64(s.Unprocessed)), s.AckPending, res.Waited)
+		t.Row(res.Stream, res.Consumer, res.Condition+" met", s.AckFloorStreamSeq, humanize.Comma(int64(s.Unprocessed)), s.AckPending, res.Waited, string(s.Health))
 		return []output.Table{t}
 	})
 }

@@ -86,6 +86,7 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 		defer lines.Close()
 		p.Out = lines
 	}
+	warned := false
 	for n := 1; ; n++ {
 		started := time.Now()
 		samples, err := w.Poll(ctx)
@@ -96,6 +97,17 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 			return err
 		}
 		samples = keepSamples(sel, samples)
+		if !warned {
+			states := make([]*pkgconsumer.State, len(samples))
+			for i, s := range samples {
+				states[i] = s.State
+			}
+			// Once: what cannot be read now will not be readable later.
+			if err := Unread(states); err != nil {
+				warned = true
+				fmt.Fprintln(f.IO.ErrOut, "jetctl: "+err.Error())
+			}
+		}
 		if redraw {
 			if err := drawWatch(f, p, samples, interval, o.count, n); err != nil {
 				return err

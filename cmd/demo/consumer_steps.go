@@ -16,16 +16,16 @@ func consumerSteps() []Step {
 	var held []jetstream.Msg
 	return []Step{
 		{
-			Title: "The seed pipeline's consumers: billing has charged everything it could",
-			Args:  []string{"consumer", "explain", "ORDERS", "billing"},
+			Title: "The seed pipeline's consumers: billing has charged everything it could (--inactive 0s: the demo cannot wait the default minute for a worker to count as gone)",
+			Args:  []string{"consumer", "explain", "ORDERS", "billing", "--inactive", "0s"},
 		},
 		{
-			Title: "...but nothing ships: no shipping worker is deployed yet",
-			Args:  []string{"consumer", "explain", "ORDERS", "shipping"},
+			Title: "...but nothing ships: no shipping worker is deployed yet ",
+			Args:  []string{"consumer", "explain", "ORDERS", "shipping", "--inactive", "0s"},
 		},
 		{
-			Title: "Two consumers on one stream diverge: billing is caught up, shipping holds the backlog",
-			Args:  []string{"consumer", "ls", "ORDERS"},
+			Title: "Two consumers on one stream diverge: billing is caught up, shipping holds the backlog (the same health word as explain)",
+			Args:  []string{"consumer", "ls", "ORDERS", "--inactive", "0s"},
 		},
 		{
 			Title: "The search indexer (max_ack_pending 25) hangs after taking 25 orders: it never acknowledges them",

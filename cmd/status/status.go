@@ -81,12 +81,14 @@ type ObjectStore struct {
 
 // NewCmd returns `jetctl status`.
 func NewCmd(f *factory.Factory) *cobra.Command {
-	return &cobra.Command{
+	var health cmdconsumer.HealthFlags
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "show the account's JetStream usage, limits, streams, consumers and buckets",
 		Long: `Show the account's JetStream usage and limits, then a table of streams,
 one of consumers (the unhealthy first, with the health words of "jetctl
-consumer ls"), and one of KV buckets (and object stores, if any). Streams
+consumer ls", by the same rules and thresholds, --behind and --inactive),
+and one of KV buckets (and object stores, if any). Streams
 that back KV buckets (KV_*) and object stores (OBJ_*) appear under those,
 not under streams, and their consumers are not listed.
 
@@ -106,17 +108,22 @@ cut; -o json always has every subject.`,
 			if err != nil {
 				return err
 			}
-			st, err := Gather(cmd.Context(), js)
+			st, err := Gather(cmd.Context(), js, health.Thresholds())
 			if err != nil {
 				return err
 			}
-			return p.Print(st, func() []output.Table { return tables(st, tableWidth(f)) })
+			if err := p.Print(st, func() []output.Table { return tables(st, tableWidth(f)) }); err != nil {
+				return err
+			}
+			return cmdconsumer.Unread(st.Consumers)
 		},
 	}
+	health.Bind(cmd.Flags())
+	return cmd
 }
 
 // Gather reads the account info and every stream, with the paged list API.
-func Gather(ctx context.Context, js jetstream.JetStream) (*Status, error) {
+func Gather(ctx context.Context, js jetstream.JetStream, t consumer.Thresholds) (*Status, error) {
 	type accountResult struct {
 		info *jetstream.AccountInfo
 		err  error
@@ -126,37 +133,35 @@ func Gather(ctx context.Context, js jetstream.JetStream) (*Status, error) {
 		info, err := js.AccountInfo(ctx)
 		accountCh <- accountResult{info, err}
 	}()
-	type consumersResult struct {
-		states []*consumer.State
-		err    error
-	}
-	consumersCh := make(chan consumersResult, 1)
-	go func() {
-		states, err := consumer.List(ctx, js, consumer.ListConfig{})
-		consumersCh <- consumersResult{states, err}
-	}()
-
+	// The streams are listed once: for their table and for the
+	// consumers' (consumer.List takes them as listed).
 	st := &Status{Streams: []Stream{}, KV: []Bucket{}, ObjectStores: []ObjectStore{}}
+	listed := []*jetstream.StreamInfo{}
 	lister := js.ListStreams(ctx)
 	for si := range lister.Info() {
+		listed = append(listed, si)
 		addStream(st, si)
 	}
+	if err := lister.Err(); err != nil {
+		// The account's error says more (JetStream not enabled).
+		if ar := <-accountCh; ar.err != nil {
+			return nil, ar.err
+		}
+		return nil, err
+	}
+	states, err := consumer.List(ctx, js, consumer.ListConfig{Listed: listed, Thresholds: t})
 	ar := <-accountCh
-	cr := <-consumersCh
 	if ar.err != nil {
 		return nil, ar.err
 	}
-	if cr.err != nil {
-		return nil, cr.err
+	if err != nil {
+		return nil, err
 	}
-	st.Consumers = cr.states
+	st.Consumers = states
 	if st.Consumers == nil {
 		st.Consumers = []*consumer.State{}
 	}
 	consumer.Sort(st.Consumers, consumer.SortHealth)
-	if err := lister.Err(); err != nil {
-		return nil, err
-	}
 	a := ar.info
 	st.Account = Account{
 		Domain:       a.Domain,

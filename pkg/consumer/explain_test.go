@@ -46,7 +46,7 @@ func TestRedeliveriesSinceFloor(t *testing.T) {
 		{"filtered, gaps in the stream", 2, 2, 5, 40, 0},
 		{"floor ahead (reset)", 9, 9, 3, 3, 0},
 	} {
-		e := &explainer{ci: &jetstream.ConsumerInfo{
+		e := &evaluation{ci: &jetstream.ConsumerInfo{
 			AckFloor:  jetstream.SequenceInfo{Consumer: c.floorC, Stream: c.floorS},
 			Delivered: jetstream.SequenceInfo{Consumer: c.delC, Stream: c.delS},
 		}}

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
-	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // ListConfig says which consumers List reads.
@@ -28,6 +27,9 @@ type ListConfig struct {
 	Thresholds Thresholds
 	// Workers bounds the concurrent requests (default 16).
 	Workers int
+	// Listed, when not nil, are every stream of the account, already
+	// listed by the caller (status): List does not list them again.
+	Listed []*jetstream.StreamInfo
 	// LagCache, if set, keeps the oldest unprocessed message found for
 	// each consumer's delivered cursor between calls (a watch's polls).
 	LagCache *LagCache
@@ -43,6 +45,37 @@ type LagCache struct {
 	// prev holds what the last call found; next what this call uses,
 	// so that consumers gone or caught up drop out after one call.
 	prev, next map[string]lagEntry
+	// dlq is the last count of each DLQ's entries by consumer, keyed by
+	// the DLQ's name and state: read again only when the DLQ changed.
+	dlq map[string]map[string]int64
+}
+
+func (c *LagCache) dlqCounts(key string) (map[string]int64, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.dlq[key]
+	return m, ok
+}
+
+func (c *LagCache) putDLQCounts(key string, counts map[string]int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, _, _ := strings.Cut(key, " ")
+	for k := range c.dlq {
+		if strings.HasPrefix(k, name+" ") {
+			delete(c.dlq, k)
+		}
+	}
+	if c.dlq == nil {
+		c.dlq = map[string]map[string]int64{}
+	}
+	c.dlq[key] = counts
 }
 
 type lagEntry struct {
@@ -143,27 +176,12 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 		states = append(states, ss...)
 	}
 
-	var wg sync.WaitGroup
-	var dead map[string]deadCounts
-	var deadErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		dead, deadErr = deadLetters(ctx, js, captures, cfg.Workers)
-	}()
-	fillLag(ctx, api, states, cfg.Workers, cfg.LagCache)
-	cfg.LagCache.rotate()
-	wg.Wait()
-	if deadErr != nil {
-		return nil, deadErr
+	infos := make(map[string]*jetstream.StreamInfo, len(streams))
+	for _, si := range streams {
+		infos[si.Config.Name] = si
 	}
-	for _, s := range states {
-		if d, ok := dead[s.Stream]; ok && s.Info != nil {
-			if n, covered := d.of(s.Consumer); covered {
-				s.DeadLetters = &n
-			}
-		}
-		s.Classify(cfg.Thresholds)
+	if err := assess(ctx, js, api, states, infos, captures, cfg); err != nil {
+		return nil, err
 	}
 	Sort(states, SortName)
 	return states, nil
@@ -175,14 +193,23 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 	captures := map[string]*jetstream.StreamInfo{}
 	if len(cfg.Streams) == 0 {
 		var out []*jetstream.StreamInfo
-		lister := js.ListStreams(ctx)
-		for si := range lister.Info() {
+		keep := func(si *jetstream.StreamInfo) {
 			if si.Config.Metadata[dlq.MetaRole] == captureRole && si.Config.Metadata[dlq.MetaSource] != "" {
 				captures[si.Config.Metadata[dlq.MetaSource]] = si
 			}
 			if cfg.All || !Hidden(&si.Config) {
 				out = append(out, si)
 			}
+		}
+		if cfg.Listed != nil {
+			for _, si := range cfg.Listed {
+				keep(si)
+			}
+			return out, captures, nil
+		}
+		lister := js.ListStreams(ctx)
+		for si := range lister.Info() {
+			keep(si)
 		}
 		if err := lister.Err(); err != nil {
 			return nil, nil, fmt.Errorf("listing streams: %w", err)
@@ -222,110 +249,6 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 		}
 	}
 	return out, captures, nil
-}
-
-// fillLag reads, for each consumer with unprocessed messages, the oldest
-// message it has not had delivered: the first one after its delivered
-// stream sequence that matches its filter (one get per filter subject).
-// Its age when the consumer state was read is the lag. A get that fails
-// leaves the lag unknown (nil): the listing does not fail for it.
-func fillLag(ctx context.Context, api *api, states []*State, workers int, cache *LagCache) {
-	var todo []*State
-	for _, s := range states {
-		if s.Unprocessed > 0 && !s.NoLeader {
-			todo = append(todo, s)
-		}
-	}
-	parallel(len(todo), workers*2, func(i int) {
-		s := todo[i]
-		var seq uint64
-		var at time.Time
-		if e, ok := cache.get(s); ok {
-			seq, at = e.seq, e.at
-		} else {
-			m, err := firstMatching(ctx, api.client, s.Stream, s.FilterSubjects, s.DeliveredStreamSeq+1)
-			if err != nil || m == nil {
-				return
-			}
-			seq, at = m.Seq, m.Time
-			cache.put(s, seq, at)
-		}
-		lag := s.Time.Sub(at).Seconds()
-		if lag < 0 {
-			lag = 0
-		}
-		s.OldestUnprocessedSeq = seq
-		s.LagSeconds = &lag
-	})
-}
-
-// deadCounts are the dead-letter advisories one capture stream holds, per
-// consumer, and the subjects it captures.
-type deadCounts struct {
-	source   string
-	subjects []string
-	counts   map[string]int64
-}
-
-// of returns the dead letters of consumer, and false when the capture
-// does not cover it (set up for other consumers only).
-func (d deadCounts) of(consumer string) (int64, bool) {
-	advisory := dlq.AdvisorySubjects(d.source, []string{consumer})[0]
-	for _, s := range d.subjects {
-		if streamread.SubjectMatches(s, advisory) {
-			return d.counts[consumer], true
-		}
-	}
-	return 0, false
-}
-
-// deadLetters counts, per source stream and consumer, the dead-letter
-// advisories (MaxDeliver reached, terminated) its capture stream holds:
-// one stream info request with a subject filter per capture stream, up to
-// workers at a time.
-func deadLetters(ctx context.Context, js jetstream.JetStream, captures map[string]*jetstream.StreamInfo, workers int) (map[string]deadCounts, error) {
-	const prefix = "$JS.EVENT.ADVISORY.CONSUMER."
-	sources := make([]string, 0, len(captures))
-	for source := range captures {
-		sources = append(sources, source)
-	}
-	found := make([]*deadCounts, len(sources))
-	errs := make([]error, len(sources))
-	parallel(len(sources), workers, func(i int) {
-		source, name := sources[i], captures[sources[i]].Config.Name
-		st, err := js.Stream(ctx, name)
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return
-		}
-		if err != nil {
-			errs[i] = fmt.Errorf("stream %q: %w", name, err)
-			return
-		}
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+"*."+source+".*"))
-		if err != nil {
-			errs[i] = fmt.Errorf("stream %q: %w", name, err)
-			return
-		}
-		d := deadCounts{source: source, subjects: info.Config.Subjects, counts: map[string]int64{}}
-		for subject, n := range info.State.Subjects {
-			kind, rest, _ := strings.Cut(strings.TrimPrefix(subject, prefix), ".")
-			if kind != "MAX_DELIVERIES" && kind != "MSG_TERMINATED" {
-				continue
-			}
-			d.counts[strings.TrimPrefix(rest, source+".")] += int64(n)
-		}
-		found[i] = &d
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	out := map[string]deadCounts{}
-	for i, d := range found {
-		if d != nil {
-			out[sources[i]] = *d
-		}
-	}
-	return out, nil
 }
 
 // Sort orders states in place: SortName by stream and consumer; SortLag

@@ -18,6 +18,10 @@ type PauseState struct {
 	PauseUntil *time.Time `json:"pause_until"`
 	// PauseRemainingSeconds is the time left, as the server counts it.
 	PauseRemainingSeconds float64 `json:"pause_remaining_seconds"`
+	// WasPaused is whether the consumer was paused before: with Paused,
+	// it says what changed (a resume of a consumer that was not paused
+	// changes nothing).
+	WasPaused bool `json:"was_paused"`
 	// DryRun: nothing was changed; the fields say what would be.
 	DryRun bool `json:"dry_run"`
 }
@@ -26,48 +30,56 @@ type PauseState struct {
 // server's pause API, 2.11+). Messages keep arriving in the stream; acks
 // of messages already delivered still count.
 func Pause(ctx context.Context, js jetstream.JetStream, stream, consumer string, until time.Time, dryRun bool) (*PauseState, error) {
-	if err := consumerExists(ctx, js, stream, consumer); err != nil {
+	was, err := pausedNow(ctx, js, stream, consumer)
+	if err != nil {
 		return nil, err
 	}
 	if dryRun {
 		t := until.UTC()
 		return &PauseState{Stream: stream, Consumer: consumer, Paused: true, PauseUntil: &t,
-			PauseRemainingSeconds: time.Until(until).Seconds(), DryRun: true}, nil
+			PauseRemainingSeconds: time.Until(until).Seconds(), DryRun: true, WasPaused: was}, nil
 	}
 	resp, err := js.PauseConsumer(ctx, stream, consumer, until.UTC())
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: consumer %q: pause: %w", stream, consumer, err)
 	}
-	return pauseState(stream, consumer, resp), nil
+	st := pauseState(stream, consumer, resp)
+	st.WasPaused = was
+	return st, nil
 }
 
 // Resume lets a paused consumer deliver again at once. Resuming one that
 // is not paused changes nothing. With dryRun it only checks the consumer
 // exists.
 func Resume(ctx context.Context, js jetstream.JetStream, stream, consumer string, dryRun bool) (*PauseState, error) {
-	if err := consumerExists(ctx, js, stream, consumer); err != nil {
+	was, err := pausedNow(ctx, js, stream, consumer)
+	if err != nil {
 		return nil, err
 	}
 	if dryRun {
-		return &PauseState{Stream: stream, Consumer: consumer, DryRun: true}, nil
+		return &PauseState{Stream: stream, Consumer: consumer, DryRun: true, WasPaused: was}, nil
 	}
 	resp, err := js.ResumeConsumer(ctx, stream, consumer)
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: consumer %q: resume: %w", stream, consumer, err)
 	}
-	return pauseState(stream, consumer, resp), nil
+	st := pauseState(stream, consumer, resp)
+	st.WasPaused = was
+	return st, nil
 }
 
-// consumerExists gives the not-found errors their resource names.
-func consumerExists(ctx context.Context, js jetstream.JetStream, stream, consumer string) error {
+// pausedNow reads whether the consumer is paused; the not-found errors
+// get their resource names.
+func pausedNow(ctx context.Context, js jetstream.JetStream, stream, consumer string) (bool, error) {
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("stream %q: %w", stream, err)
+		return false, fmt.Errorf("stream %q: %w", stream, err)
 	}
-	if _, err := readConsumer(ctx, st, consumer); err != nil {
-		return fmt.Errorf("stream %q: consumer %q: %w", stream, consumer, err)
+	ci, err := readConsumer(ctx, st, consumer)
+	if err != nil {
+		return false, fmt.Errorf("stream %q: consumer %q: %w", stream, consumer, err)
 	}
-	return nil
+	return ci.Paused, nil
 }
 
 func pauseState(stream, consumer string, resp *jetstream.ConsumerPauseResponse) *PauseState {

@@ -14,74 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Health is a consumer's condition in one word. The words, most urgent
-// first, are the constants below; Classify decides between them.
-type Health string
-
-// The health words, in the order Classify tries them.
-const (
-	// HealthNoLeader: the consumer (clustered) has no leader, so nothing
-	// is delivered or acknowledged.
-	HealthNoLeader Health = "no-leader"
-	// HealthStalled: there is work, but delivery cannot advance: ack
-	// pending at MaxAckPending, paused, a push consumer without a
-	// subscriber, or a pull consumer with no waiting pull and no activity
-	// for Thresholds.Inactive.
-	HealthStalled Health = "stalled"
-	// HealthBehind: the oldest message not yet delivered is at least
-	// Thresholds.Behind old.
-	HealthBehind Health = "behind"
-	// HealthDeadLetters: messages of this consumer died (MaxDeliver
-	// reached or terminated) and were captured by `jetctl dlq setup`.
-	HealthDeadLetters Health = "dead-letters"
-	// HealthIdle: nothing to do, and no worker seen for
-	// Thresholds.Inactive (no waiting pull, no subscriber, no activity).
-	HealthIdle Health = "idle"
-	// HealthOK: none of the above.
-	HealthOK Health = "ok"
-)
-
-// Severity orders health words for sorting: 0 is the most urgent.
-func (h Health) Severity() int {
-	switch h {
-	case HealthNoLeader:
-		return 0
-	case HealthStalled:
-		return 1
-	case HealthBehind:
-		return 2
-	case HealthDeadLetters:
-		return 3
-	case HealthIdle:
-		return 4
-	}
-	return 5
-}
-
-// Thresholds are the time limits the health rules use.
-type Thresholds struct {
-	// Behind is the lag (age of the oldest undelivered message) from which
-	// a consumer is behind. Default 1m.
-	Behind time.Duration
-	// Inactive is how long without activity (no delivery, no ack, since
-	// creation at the earliest) makes a consumer with no waiting pull
-	// stalled (work pending) or idle (nothing pending). Default 5m.
-	Inactive time.Duration
-}
-
-// DefaultThresholds are the thresholds when none are given.
-var DefaultThresholds = Thresholds{Behind: time.Minute, Inactive: 5 * time.Minute}
-
-func (t Thresholds) orDefault() Thresholds {
-	if t.Behind <= 0 {
-		t.Behind = DefaultThresholds.Behind
-	}
-	if t.Inactive <= 0 {
-		t.Inactive = DefaultThresholds.Inactive
-	}
-	return t
-}
-
 // Kinds of consumer.
 const (
 	KindPull = "pull"
@@ -133,9 +65,10 @@ type State struct {
 	// LagSeconds is the age of that message when the state was read; 0
 	// when nothing is unprocessed, nil when it could not be read.
 	LagSeconds *float64 `json:"lag_seconds"`
-	// DeadLetters counts the dead-letter advisories (MaxDeliver reached,
-	// or terminated) captured for this consumer by `jetctl dlq setup`;
-	// nil when no capture covers it.
+	// DeadLetters counts this consumer's dead letters (MaxDeliver
+	// reached, or terminated) that wait: captured by `jetctl dlq setup`
+	// and not yet swept, or swept into the DLQ and not yet redriven or
+	// purged. nil when no capture covers the consumer.
 	DeadLetters *int64 `json:"dead_letters"`
 	Paused      bool   `json:"paused"`
 	// PausedUntil is when a paused consumer resumes; nil when not paused.
@@ -145,9 +78,17 @@ type State struct {
 	// Leader is the server leading the consumer; "" when it has none or
 	// the server did not say.
 	Leader string `json:"leader"`
-	// Health is the one-word health; HealthReason says why, in a line.
+	// Health is the one-word health, the word of the most urgent
+	// finding; HealthReason is that finding's summary ("" for ok).
 	Health       Health `json:"health"`
 	HealthReason string `json:"health_reason"`
+	// Findings are what the health model found, the most urgent first
+	// (the findings of `consumer explain`); [] when nothing.
+	Findings []Finding `json:"findings"`
+	// ReadErrors name what could not be read (for example the lag, where
+	// the user may not get messages): the findings that needed it are
+	// missing. [] when everything was read.
+	ReadErrors []string `json:"read_errors"`
 	// Time is when the server read the state (its clock).
 	Time time.Time `json:"time"`
 
@@ -157,6 +98,17 @@ type State struct {
 	// NoLeader is set for a consumer the cluster lists without being able
 	// to read its state (no leader answered).
 	NoLeader bool `json:"-"`
+	// dead says where the dead letters wait.
+	dead *deadWaiting
+}
+
+// deadWaiting is where a consumer's waiting dead letters are.
+type deadWaiting struct {
+	unswept, inDLQ int64
+	dlq            string
+	// exact is false when the DLQ was too large to read: every entry is
+	// then counted for each consumer with dead letters.
+	exact bool
 }
 
 // Key identifies a consumer across polls: "STREAM > CONSUMER".
@@ -205,6 +157,10 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 	if s.Time.IsZero() {
 		s.Time = time.Now()
 	}
+	// The server keeps 0 for an AckNone consumer: nothing is ever pending.
+	if s.MaxAckPending == 0 {
+		s.MaxAckPending = -1
+	}
 	if info.Paused && cfg.PauseUntil != nil {
 		t := *cfg.PauseUntil
 		s.PausedUntil = &t
@@ -224,6 +180,16 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 		s.LagSeconds = &zero
 	}
 	return s
+}
+
+// setLag records the oldest unprocessed message and its age.
+func (s *State) setLag(seq uint64, at time.Time) {
+	lag := s.Time.Sub(at).Seconds()
+	if lag < 0 {
+		lag = 0
+	}
+	s.OldestUnprocessedSeq = seq
+	s.LagSeconds = &lag
 }
 
 // missingState is a consumer the cluster knows of but whose state no
@@ -255,70 +221,6 @@ func ackPolicy(p jetstream.AckPolicy) string {
 		return "all"
 	}
 	return "explicit"
-}
-
-// Classify sets Health and HealthReason from the state, by the first rule
-// that applies (docs/consumer.md lists them):
-//
-//  1. no-leader: the consumer has no leader.
-//  2. stalled: unprocessed or ack-pending messages, and delivery cannot
-//     advance: paused; ack pending at MaxAckPending; a push consumer
-//     without a subscriber; a pull consumer with no waiting pull and no
-//     activity (delivery or ack, or its creation) for t.Inactive.
-//  3. behind: the oldest unprocessed message is at least t.Behind old.
-//  4. dead-letters: dead letters were captured for it.
-//  5. idle: nothing pending, and no worker seen for t.Inactive (no
-//     waiting pull or subscriber, no activity).
-//  6. ok.
-func (s *State) Classify(t Thresholds) {
-	t = t.orDefault()
-	s.Health, s.HealthReason = s.classify(t)
-}
-
-func (s *State) classify(t Thresholds) (Health, string) {
-	if s.NoLeader {
-		return HealthNoLeader, "no server leads this consumer: nothing is delivered or acknowledged"
-	}
-	work := s.Unprocessed > 0 || s.AckPending > 0
-	inactive, since := s.inactiveFor(t.Inactive)
-	noWorker := s.WaitingPulls == 0 && inactive
-	if s.Kind == KindPush {
-		noWorker = !s.PushBound
-	}
-	if work {
-		switch {
-		case s.Paused:
-			if s.PausedUntil != nil {
-				return HealthStalled, fmt.Sprintf("paused until %s", s.PausedUntil.UTC().Format(time.RFC3339))
-			}
-			return HealthStalled, "paused"
-		case s.MaxAckPending > 0 && s.AckPending >= s.MaxAckPending:
-			return HealthStalled, fmt.Sprintf("ack pending at max_ack_pending (%d): nothing more is delivered until acks come", s.MaxAckPending)
-		case s.Kind == KindPush && !s.PushBound:
-			return HealthStalled, "push consumer without a subscriber"
-		case s.Kind == KindPull && noWorker && s.Unprocessed > 0:
-			return HealthStalled, "no worker pulling: no waiting pulls, " + since
-		}
-	}
-	if lag, ok := s.Lag(); s.Unprocessed > 0 && (!ok || lag >= t.Behind) {
-		if !ok {
-			return HealthBehind, fmt.Sprintf("%d unprocessed (age of the oldest unknown)", s.Unprocessed)
-		}
-		return HealthBehind, fmt.Sprintf("oldest unprocessed message is %s old", ShortDuration(lag))
-	}
-	if s.DeadLetters != nil && *s.DeadLetters > 0 {
-		return HealthDeadLetters, fmt.Sprintf("%d dead letters captured", *s.DeadLetters)
-	}
-	if !work && noWorker {
-		if s.Paused {
-			return HealthIdle, "paused, nothing pending"
-		}
-		if s.Kind == KindPush {
-			return HealthIdle, "nothing pending, no subscriber"
-		}
-		return HealthIdle, "nothing pending, no waiting pulls, " + since
-	}
-	return HealthOK, ""
 }
 
 // inactiveFor reports whether the consumer saw no delivery or ack (or was

@@ -27,6 +27,8 @@ type WaitConfig struct {
 	// MinPoll and MaxPoll bound the polling interval, which starts at
 	// MinPoll and doubles up to MaxPoll (defaults 250ms and 1s).
 	MinPoll, MaxPoll time.Duration
+	// Thresholds of the health model for the state reported.
+	Thresholds Thresholds
 	// Progress, if set, hears of each state read.
 	Progress func(WaitProgress)
 }
@@ -117,13 +119,17 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 	poll := cfg.MinPoll
 	for {
 		s := FromInfo(info)
-		s.Classify(Thresholds{})
 		logctx.From(ctx).Debug("consumer wait poll", "stream", cfg.Stream, "consumer", cfg.Consumer, "condition", condition,
 			"ack_floor", s.AckFloorStreamSeq, "target", res.TargetStreamSeq, "unprocessed", s.Unprocessed, "ack_pending", s.AckPending)
 		if cfg.Progress != nil {
 			cfg.Progress(WaitProgress{State: s, Target: res.TargetStreamSeq})
 		}
 		if met(cfg, s, res.TargetStreamSeq) {
+			// The state that met the condition, as consumer ls shows it:
+			// lag, dead letters, findings and health.
+			if s, err = assessOne(ctx, js, stream, info, cfg.Thresholds); err != nil {
+				return nil, err
+			}
 			res.State = s
 			res.Waited = ShortDuration(time.Since(start))
 			return res, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 
@@ -61,15 +62,80 @@ func Interrupted(ctx context.Context) bool {
 	return ctx.Err() != nil && !errors.As(context.Cause(ctx), &perr)
 }
 
+// tolerations holds, per connection, the subjects whose refusal does not
+// abort the command (see Tolerate).
+var tolerations sync.Map // *nats.Conn → *tolerated
+
+type tolerated struct {
+	mu   sync.Mutex
+	list []*toleration
+}
+
+type toleration struct {
+	match   func(subject string) bool
+	refused func(*PermissionError)
+}
+
+// Tolerate makes the server refusing a publish on nc to a subject that
+// match accepts call refused instead of aborting the command (see
+// WithAbort): for the reads a command can do without, such as the lag of
+// `consumer ls`, which a user allowed to list consumers but not to get
+// messages cannot read. stop ends the toleration.
+func Tolerate(nc *nats.Conn, match func(subject string) bool, refused func(*PermissionError)) (stop func()) {
+	v, _ := tolerations.LoadOrStore(nc, &tolerated{})
+	t := v.(*tolerated)
+	tol := &toleration{match: match, refused: refused}
+	t.mu.Lock()
+	t.list = append(t.list, tol)
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for i, x := range t.list {
+			if x == tol {
+				t.list = append(t.list[:i], t.list[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// tolerate reports whether a toleration of nc took the refusal.
+func tolerate(nc *nats.Conn, perr *PermissionError) bool {
+	v, ok := tolerations.Load(nc)
+	if !ok || perr.Op != "publish" {
+		return false
+	}
+	t := v.(*tolerated)
+	t.mu.Lock()
+	var took []*toleration
+	for _, x := range t.list {
+		if x.match(perr.Subject) {
+			took = append(took, x)
+		}
+	}
+	t.mu.Unlock()
+	for _, x := range took {
+		x.refused(perr)
+	}
+	return len(took) > 0
+}
+
 // asyncErrors handles the errors the server reports outside any request:
-// permission violations abort the command (see WithAbort); the rest are
-// logged at debug level rather than printed raw by nats.go.
+// permission violations abort the command (see WithAbort) unless a
+// toleration takes them (see Tolerate); the rest are logged at debug
+// level rather than printed raw by nats.go.
 func asyncErrors(ctx context.Context) nats.Option {
 	abort, _ := ctx.Value(abortKey{}).(func(error))
-	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-		if perr, ok := AsPermissionError(err); ok && abort != nil {
-			abort(perr)
-			return
+	return nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+		if perr, ok := AsPermissionError(err); ok {
+			if tolerate(nc, perr) {
+				return
+			}
+			if abort != nil {
+				abort(perr)
+				return
+			}
 		}
 		attrs := []any{"err", err}
 		if sub != nil {

@@ -60,7 +60,8 @@ func cmdWaitConsumer(ts *testscript.TestScript, neg bool, args []string) {
 // reader (password reader) has exactly the permissions of the
 // JETCTL_READ_ONLY block in docs/connecting.md, so that the documented
 // permissions are the tested ones; limited (password limited) may only get
-// account and stream info. It stops when the script ends.
+// account and stream info; nomsg (password nomsg) may list streams and
+// consumers but not get messages. It stops when the script ends.
 func cmdPermServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: perm-server VAR")
@@ -75,6 +76,10 @@ authorization {
     {user: reader, password: reader, permissions: $JETCTL_READ_ONLY}
     {user: limited, password: limited, permissions: {
       publish: ["$JS.API.INFO", "$JS.API.STREAM.INFO.*"], subscribe: ["_INBOX.>"]}}
+    {user: nomsg, password: nomsg, permissions: {
+      publish: ["$JS.API.INFO", "$JS.API.STREAM.LIST", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
+        "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.INFO.*.>"],
+      subscribe: ["_INBOX.>"]}}
   ]
 }
 `), 0o600))

@@ -95,6 +95,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"stepdown":        cmdStepdown,
 		"pub-loop":        cmdPubLoop,
 		"domain-pair":     cmdDomainPair,
+		"health-agree":    cmdHealthAgree,
 	}
 }
 

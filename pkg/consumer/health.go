@@ -1,0 +1,693 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize/english"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/natsconn"
+	"github.com/jetctl/jetctl/pkg/streamread"
+)
+
+// This file is jetctl's one health model. Every command that says how a
+// consumer is (consumer ls, status, watch, wait, explain, and check) asks
+// evaluate: it produces the findings, and the health word is the word of
+// the most urgent one. A word has one severity, so a consumer is never
+// "ok" in one command and critical in another.
+
+// Health is a consumer's condition in one word: the word of its most
+// urgent finding, or ok. The words, most urgent first, are the constants
+// below; docs/consumer.md lists which findings give each.
+type Health string
+
+// The health words, most urgent first.
+const (
+	// Critical: messages are not being processed.
+	HealthNoLeader Health = "no-leader"
+	HealthStalled  Health = "stalled"
+	HealthFailing  Health = "failing"
+	HealthPoison   Health = "poison"
+	// Warning: needs a look.
+	HealthPaused        Health = "paused"
+	HealthBehind        Health = "behind"
+	HealthDeadLetters   Health = "dead-letters"
+	HealthDegraded      Health = "degraded"
+	HealthMisconfigured Health = "misconfigured"
+	// Info: worth knowing.
+	HealthIdle Health = "idle"
+	HealthOK   Health = "ok"
+)
+
+// healthOrder is every word, most urgent first.
+var healthOrder = []Health{HealthNoLeader, HealthStalled, HealthFailing, HealthPoison,
+	HealthPaused, HealthBehind, HealthDeadLetters, HealthDegraded, HealthMisconfigured,
+	HealthIdle, HealthOK}
+
+// Severity orders health words for sorting: 0 is the most urgent.
+func (h Health) Severity() int {
+	if i := slices.Index(healthOrder, h); i >= 0 {
+		return i
+	}
+	return len(healthOrder)
+}
+
+// Level is the word's severity: critical, warning or info (ok and idle).
+func (h Health) Level() Severity {
+	switch h {
+	case HealthNoLeader, HealthStalled, HealthFailing, HealthPoison:
+		return SeverityCritical
+	case HealthPaused, HealthBehind, HealthDeadLetters, HealthDegraded, HealthMisconfigured:
+		return SeverityWarning
+	}
+	return SeverityInfo
+}
+
+// Healthy reports whether the word is below warning: what
+// `explain --exit-code` passes.
+func (h Health) Healthy() bool { return !h.Level().AtLeastWarning() }
+
+// findingWord is the health word each finding gives; its severity is the
+// word's.
+var findingWord = map[string]Health{
+	FindingNoLeader:          HealthNoLeader,
+	FindingStalled:           HealthStalled,
+	FindingNoWorker:          HealthStalled,
+	FindingPushNoSubscriber:  HealthStalled,
+	FindingNothingAcked:      HealthFailing,
+	FindingPoison:            HealthPoison,
+	FindingPaused:            HealthPaused,
+	FindingBehind:            HealthBehind,
+	FindingDeadLetters:       HealthDeadLetters,
+	FindingMaxDeliverReached: HealthDeadLetters,
+	FindingReplicaLagging:    HealthDegraded,
+	FindingFilterNoMatch:     HealthMisconfigured,
+	FindingMaxDeliverNone:    HealthMisconfigured,
+	FindingIdle:              HealthIdle,
+	FindingSkippedBacklog:    HealthOK,
+	FindingInterestHeld:      HealthOK,
+}
+
+// WordOf is the health word a finding gives.
+func WordOf(findingID string) Health {
+	if w, ok := findingWord[findingID]; ok {
+		return w
+	}
+	return HealthOK
+}
+
+// Thresholds are the limits the health rules use.
+type Thresholds struct {
+	// Behind is the lag (age of the oldest undelivered message) from which
+	// a consumer is behind. Default 1m.
+	Behind time.Duration
+	// Inactive is how long without activity (no delivery, no ack, since
+	// creation at the earliest) makes a consumer with no waiting pull
+	// stalled (messages wait) or idle (nothing pending). Default 1m.
+	Inactive time.Duration
+	// PoisonRedeliveries: this many redeliveries since the ack floor last
+	// moved make a poison message (or a consumer acknowledging nothing).
+	// Default 3.
+	PoisonRedeliveries uint64
+	// DeadScanLimit bounds how many stored messages are looked at to count
+	// those past MaxDeliver. Default 1000.
+	DeadScanLimit int
+}
+
+// DefaultThresholds are the thresholds when none are given.
+var DefaultThresholds = Thresholds{Behind: time.Minute, Inactive: time.Minute, PoisonRedeliveries: 3, DeadScanLimit: 1000}
+
+func (t Thresholds) orDefault() Thresholds {
+	if t.Behind <= 0 {
+		t.Behind = DefaultThresholds.Behind
+	}
+	if t.Inactive <= 0 {
+		t.Inactive = DefaultThresholds.Inactive
+	}
+	if t.PoisonRedeliveries == 0 {
+		t.PoisonRedeliveries = DefaultThresholds.PoisonRedeliveries
+	}
+	if t.DeadScanLimit <= 0 {
+		t.DeadScanLimit = DefaultThresholds.DeadScanLimit
+	}
+	return t
+}
+
+// evaluation holds what the rules look at for one consumer: its state,
+// its stream and the stream's other consumers. api may be nil: the rules
+// that need to read messages are then skipped (unit tests).
+type evaluation struct {
+	t      Thresholds
+	s      *State
+	ci     *jetstream.ConsumerInfo
+	api    *jsapi.Client
+	stream *jetstream.StreamInfo
+	// others are the stream's other consumers (nil when not read).
+	others  []*State
+	filters []string
+	out     []Finding
+	// dlq names the dead-letter stream, for the dead-letters command.
+	dlq string
+}
+
+// evaluate runs every rule on s and sets its Findings, Health and
+// HealthReason. A read that fails leaves its rule out and is noted in
+// s.ReadErrors; only an interruption (ctx) is returned.
+func evaluate(ctx context.Context, ev *evaluation) error {
+	ev.t = ev.t.orDefault()
+	s := ev.s
+	ev.ci = s.Info
+	ev.out = nil
+	if ev.ci != nil {
+		ev.filters = FilterSubjects(ev.ci.Config)
+	}
+	if s.NoLeader || ev.ci == nil {
+		ev.add(FindingNoLeader, "no server leads this consumer: nothing is delivered or acknowledged until one is elected",
+			"jetctl status", map[string]any{"asset": "consumer", "leader": ""})
+		return ev.finish()
+	}
+	ev.cluster()
+	ev.paused()
+	ev.stalled()
+	ev.pushNoSubscriber()
+	ev.noWorker()
+	ev.behind()
+	ev.deadLetters()
+	ev.maxDeliverUnlimited()
+	ev.idle()
+	for _, rule := range []struct {
+		what string
+		run  func(context.Context) error
+	}{
+		{"redeliveries", ev.redelivering},
+		{"messages past MaxDeliver", ev.maxDeliverReached},
+		{"filter", ev.filterNoMatch},
+		{"deliver policy", ev.skippedBacklog},
+		{"interest", ev.interestHeld},
+	} {
+		if ev.api == nil {
+			break
+		}
+		if err := rule.run(ctx); err != nil {
+			if natsconn.Interrupted(ctx) {
+				return ctx.Err()
+			}
+			s.ReadErrors = append(s.ReadErrors, rule.what+": "+readError(ctx, err))
+		}
+	}
+	return ev.finish()
+}
+
+// finish sorts the findings, the most urgent first, and sets the word.
+func (ev *evaluation) finish() error {
+	slices.SortStableFunc(ev.out, func(a, b Finding) int { return WordOf(a.ID).Severity() - WordOf(b.ID).Severity() })
+	s := ev.s
+	s.Findings = ev.out
+	if s.Findings == nil {
+		s.Findings = []Finding{}
+	}
+	if s.ReadErrors == nil {
+		s.ReadErrors = []string{}
+	}
+	s.Health, s.HealthReason = HealthOK, ""
+	if len(s.Findings) > 0 {
+		if w := WordOf(s.Findings[0].ID); w != HealthOK {
+			s.Health, s.HealthReason = w, s.Findings[0].Summary
+		}
+	}
+	return nil
+}
+
+func (ev *evaluation) add(id, summary, command string, evidence map[string]any) {
+	ev.out = append(ev.out, Finding{ID: id, Severity: WordOf(id).Level(), Health: WordOf(id), Stream: ev.s.Stream, Consumer: ev.s.Consumer,
+		Summary: summary, Evidence: evidence, Command: command})
+}
+
+// inactive reports whether the consumer saw no delivery or ack (or was
+// created) within the threshold, and a phrase saying since when.
+func (ev *evaluation) inactive() (bool, string) { return ev.s.inactiveFor(ev.t.Inactive) }
+
+// noWorkerSeen: a pull consumer with no waiting pull and no activity for
+// the threshold; a push consumer without a subscriber.
+func (ev *evaluation) noWorkerSeen() (bool, string) {
+	if ev.s.Kind == KindPush {
+		return !ev.s.PushBound, "no subscriber"
+	}
+	inactive, since := ev.inactive()
+	return ev.s.WaitingPulls == 0 && inactive, "no waiting pulls, " + since
+}
+
+func (ev *evaluation) atMaxAckPending() bool {
+	max := ev.ci.Config.MaxAckPending
+	return max > 0 && ev.ci.NumAckPending >= max
+}
+
+// cluster: replicas that are offline or behind.
+func (ev *evaluation) cluster() {
+	cl := ev.ci.Cluster
+	if cl == nil || cl.Leader == "" {
+		return
+	}
+	for _, r := range cl.Replicas {
+		if r.Current && !r.Offline {
+			continue
+		}
+		ev.add(FindingReplicaLagging,
+			fmt.Sprintf("replica %s is %s: the consumer loses its redundancy until it catches up", r.Name, map[bool]string{true: "offline", false: "not current"}[r.Offline]),
+			"jetctl status", map[string]any{"replica": r.Name, "current": r.Current, "offline": r.Offline,
+				"lag": r.Lag, "last_seen_seconds": r.Active.Seconds(), "leader": cl.Leader})
+	}
+}
+
+func (ev *evaluation) paused() {
+	if !ev.ci.Paused {
+		return
+	}
+	ev2 := map[string]any{"pause_remaining_seconds": ev.ci.PauseRemaining.Seconds(), "num_pending": ev.ci.NumPending}
+	until := "resumed"
+	if ev.s.PausedUntil != nil {
+		until = ev.s.PausedUntil.UTC().Format(time.RFC3339)
+		ev2["pause_until"] = until
+	}
+	ev.add(FindingPaused,
+		fmt.Sprintf("paused until %s: nothing is delivered, %d messages wait", until, ev.ci.NumPending),
+		fmt.Sprintf("jetctl consumer resume %s %s", ev.s.Stream, ev.s.Consumer), ev2)
+}
+
+func (ev *evaluation) stalled() {
+	if !ev.atMaxAckPending() {
+		return
+	}
+	ci := ev.ci
+	ev.add(FindingStalled,
+		fmt.Sprintf("stalled: %d messages delivered and not acknowledged, the MaxAckPending limit; the server delivers nothing more until workers ack, nak or term them or AckWait (%s) expires",
+			ci.NumAckPending, ci.Config.AckWait),
+		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", ev.s.Stream, ci.AckFloor.Stream+1, ci.Delivered.Stream),
+		map[string]any{"ack_pending": ci.NumAckPending, "max_ack_pending": ci.Config.MaxAckPending, "num_pending": ci.NumPending,
+			"ack_floor_stream_seq": ci.AckFloor.Stream, "delivered_stream_seq": ci.Delivered.Stream, "ack_wait_seconds": ci.Config.AckWait.Seconds()})
+}
+
+// pushNoSubscriber: a push consumer nobody subscribes to while messages
+// wait (with nothing pending it is idle).
+func (ev *evaluation) pushNoSubscriber() {
+	ci := ev.ci
+	if ci.Config.DeliverSubject == "" || ci.PushBound || ci.Paused || ci.NumPending == 0 && ci.NumAckPending == 0 {
+		return
+	}
+	ev.add(FindingPushNoSubscriber,
+		fmt.Sprintf("push consumer with no subscriber on %s: %d messages wait for one", ci.Config.DeliverSubject, ci.NumPending),
+		fmt.Sprintf("nats sub '%s'", ci.Config.DeliverSubject),
+		map[string]any{"deliver_subject": ci.Config.DeliverSubject, "push_bound": false, "num_pending": ci.NumPending})
+}
+
+// noWorker: a pull consumer with unprocessed messages, no waiting pull and
+// no activity (delivery, ack, or its creation) for the threshold.
+func (ev *evaluation) noWorker() {
+	ci := ev.ci
+	if ev.s.Kind != KindPull || ci.NumPending == 0 || ci.Paused || ev.atMaxAckPending() {
+		return
+	}
+	none, since := ev.noWorkerSeen()
+	if !none {
+		return
+	}
+	last := "never"
+	evidence := map[string]any{"num_pending": ci.NumPending, "num_waiting": 0, "inactive_after_seconds": ev.t.Inactive.Seconds()}
+	if ev.s.LastActive != nil {
+		last = ev.s.LastActive.UTC().Format(time.RFC3339)
+		evidence["inactive_seconds"] = ev.s.Time.Sub(*ev.s.LastActive).Round(time.Second).Seconds()
+	}
+	evidence["last_active"] = last
+	ev.add(FindingNoWorker,
+		fmt.Sprintf("no worker is pulling: %d messages wait, %s", ci.NumPending, since),
+		fmt.Sprintf("jetctl consumer wait %s %s --caught-up --wait 10m", ev.s.Stream, ev.s.Consumer), evidence)
+}
+
+// behind: the oldest unprocessed message is at least the threshold old.
+// An age that could not be read is no finding (s.ReadErrors says why).
+func (ev *evaluation) behind() {
+	lag, ok := ev.s.Lag()
+	if ev.s.Unprocessed == 0 || !ok || lag < ev.t.Behind {
+		return
+	}
+	ev.add(FindingBehind,
+		fmt.Sprintf("behind: the oldest unprocessed message (seq %d) is %s old; %d messages wait", ev.s.OldestUnprocessedSeq, ShortDuration(lag), ev.s.Unprocessed),
+		fmt.Sprintf("jetctl consumer watch %s --count 5", ev.s.Stream),
+		map[string]any{"lag_seconds": lag.Seconds(), "oldest_unprocessed_seq": ev.s.OldestUnprocessedSeq,
+			"unprocessed": ev.s.Unprocessed, "behind_after_seconds": ev.t.Behind.Seconds()})
+}
+
+// deadLetters: dead letters of this consumer wait, in the capture (not yet
+// swept) or in the DLQ (not yet redriven or purged).
+func (ev *evaluation) deadLetters() {
+	d := ev.s.DeadLetters
+	if d == nil || *d == 0 {
+		return
+	}
+	w := ev.s.dead
+	cmd := fmt.Sprintf("jetctl dlq ls --stream %s --consumer %s", ev.s.Stream, ev.s.Consumer)
+	where := fmt.Sprintf("%d in the DLQ", w.inDLQ)
+	if w.unswept > 0 {
+		cmd = fmt.Sprintf("jetctl dlq sweep --stream %s", ev.s.Stream)
+		where = fmt.Sprintf("%d not yet swept, %d in the DLQ", w.unswept, w.inDLQ)
+	}
+	ev.add(FindingDeadLetters,
+		fmt.Sprintf("%s wait (%s): messages this consumer gave up on", english.Plural(int(*d), "dead letter", "dead letters"), where),
+		cmd, map[string]any{"dead_letters": *d, "unswept": w.unswept, "in_dlq": w.inDLQ, "dlq_stream": w.dlq, "in_dlq_exact": w.exact})
+}
+
+// redeliveriesSinceFloor is a lower bound of the redeliveries since the
+// ack floor last moved: every delivery advances the consumer sequence,
+// while at most one delivery per stream sequence is a first delivery.
+func (ev *evaluation) redeliveriesSinceFloor() uint64 {
+	ci := ev.ci
+	deliveries := ci.Delivered.Consumer - ci.AckFloor.Consumer
+	distinct := ci.Delivered.Stream - ci.AckFloor.Stream
+	if ci.Delivered.Consumer < ci.AckFloor.Consumer || ci.Delivered.Stream < ci.AckFloor.Stream || deliveries <= distinct {
+		return 0
+	}
+	return deliveries - distinct
+}
+
+// redelivering tells a poison message (one message redelivered again and
+// again while later ones are acknowledged) from a consumer whose workers
+// acknowledge nothing (every message delivered since the ack floor is
+// still pending and redelivered).
+func (ev *evaluation) redelivering(ctx context.Context) error {
+	ci := ev.ci
+	redeliveries := ev.redeliveriesSinceFloor()
+	if ci.NumRedelivered == 0 || ci.NumAckPending == 0 || redeliveries < ev.t.PoisonRedeliveries {
+		return nil
+	}
+	m, err := firstMatching(ctx, ev.api, ev.s.Stream, ev.filters, ci.AckFloor.Stream+1)
+	if err != nil || m == nil {
+		return err
+	}
+	delivered, err := ev.deliveredSinceFloor(ctx, ci.NumAckPending+1)
+	if err != nil {
+		return err
+	}
+	evidence := map[string]any{"stream_seq": m.Seq, "subject": m.Subject, "redeliveries_since_ack_floor": redeliveries,
+		"num_redelivered": ci.NumRedelivered, "ack_pending": ci.NumAckPending,
+		"ack_floor_stream_seq": ci.AckFloor.Stream, "delivered_stream_seq": ci.Delivered.Stream, "max_deliver": ci.Config.MaxDeliver}
+	if ci.NumAckPending >= 2 && delivered <= ci.NumAckPending {
+		// Nothing delivered since the floor was acknowledged.
+		ev.add(FindingNothingAcked,
+			fmt.Sprintf("nothing is acknowledged: the %d messages delivered since the ack floor (seq %d) are all pending, %d of them redelivered, at least %d redeliveries; the workers fail or do not ack every message",
+				ci.NumAckPending, ci.AckFloor.Stream, ci.NumRedelivered, redeliveries),
+			fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", ev.s.Stream, m.Seq, ci.Delivered.Stream), evidence)
+		return nil
+	}
+	ev.add(FindingPoison,
+		fmt.Sprintf("poison message: seq %d (%s) holds the ack floor; at least %d redeliveries since the floor last moved", m.Seq, m.Subject, redeliveries),
+		PoisonCommand(ev.s.Stream, ev.s.Consumer, m.Seq), evidence)
+	return nil
+}
+
+// PoisonCommand is the command a poison-message finding names.
+func PoisonCommand(stream, consumer string, seq uint64) string {
+	return fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", stream, seq, seq)
+}
+
+// deliveredSinceFloor counts the stored messages matching the filters in
+// (ack floor, delivered], up to limit (one get each).
+func (ev *evaluation) deliveredSinceFloor(ctx context.Context, limit int) (int, error) {
+	ci := ev.ci
+	if len(ev.filters) == 0 {
+		return int(min(ci.Delivered.Stream-ci.AckFloor.Stream, uint64(limit))), nil
+	}
+	n := 0
+	for seq := ci.AckFloor.Stream + 1; seq <= ci.Delivered.Stream && n < limit; {
+		m, err := firstMatching(ctx, ev.api, ev.s.Stream, ev.filters, seq)
+		if err != nil {
+			return 0, err
+		}
+		if m == nil || m.Seq > ci.Delivered.Stream {
+			break
+		}
+		n++
+		seq = m.Seq + 1
+	}
+	return n, nil
+}
+
+func (ev *evaluation) maxDeliverUnlimited() {
+	ci := ev.ci
+	redeliveries := ev.redeliveriesSinceFloor()
+	if ci.Config.MaxDeliver > 0 || ci.NumRedelivered == 0 || ci.NumAckPending == 0 || redeliveries < ev.t.PoisonRedeliveries {
+		return
+	}
+	ev.add(FindingMaxDeliverNone,
+		fmt.Sprintf("MaxDeliver is unlimited while redeliveries climb (%d since the ack floor): a message that always fails is retried forever; set max_deliver and capture dead letters", redeliveries),
+		fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s", ev.s.Stream, ev.s.Consumer),
+		map[string]any{"max_deliver": ci.Config.MaxDeliver, "num_redelivered": ci.NumRedelivered, "redeliveries_since_ack_floor": redeliveries})
+}
+
+// idle: nothing pending and no worker seen (info).
+func (ev *evaluation) idle() {
+	ci := ev.ci
+	if ci.NumPending > 0 || ci.NumAckPending > 0 || ci.Paused {
+		return
+	}
+	none, since := ev.noWorkerSeen()
+	if !none {
+		return
+	}
+	ev.add(FindingIdle, "idle: nothing pending, "+since,
+		fmt.Sprintf("jetctl consumer watch %s --count 5", ev.s.Stream),
+		map[string]any{"waiting_pulls": ci.NumWaiting, "push_bound": ci.PushBound, "kind": ev.s.Kind, "inactive_after_seconds": ev.t.Inactive.Seconds()})
+}
+
+// maxDeliverReached finds messages past MaxDeliver still stored in a
+// workqueue or interest stream, by the rule `jetctl dlq sweep --scan`
+// uses: a stored message the consumer wants at or below its ack floor (or
+// below its delivered cursor when nothing is pending) was given up on,
+// unless on an interest stream another consumer still needs it.
+func (ev *evaluation) maxDeliverReached(ctx context.Context) error {
+	ci := ev.ci
+	if ev.stream == nil {
+		return nil
+	}
+	ret := ev.stream.Config.Retention
+	if ci.Config.MaxDeliver <= 0 || ret == jetstream.LimitsPolicy || ev.stream.State.Msgs == 0 {
+		return nil
+	}
+	upTo := ci.AckFloor.Stream
+	if ci.NumAckPending == 0 {
+		upTo = ci.Delivered.Stream
+	}
+	var others []*State
+	if ret == jetstream.InterestPolicy {
+		for _, o := range ev.others {
+			if o.Info == nil || !filtersOverlap(ev.filters, o.FilterSubjects) {
+				continue
+			}
+			others = append(others, o)
+			// Nothing another consumer has not acknowledged is dead.
+			upTo = min(upTo, o.AckFloorStreamSeq)
+		}
+	}
+	count, first, firstSubject, checked := 0, uint64(0), "", 0
+	for seq := max(ev.stream.State.FirstSeq, 1); seq <= upTo && checked < ev.t.DeadScanLimit; {
+		m, err := ev.api.MsgGet(ctx, ev.s.Stream, jsapi.MsgGetRequest{Seq: seq, NextFor: singleFilter(ev.filters)})
+		if errors.Is(err, jsapi.ErrNoMessage) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		checked++
+		seq = m.Seq + 1
+		if m.Seq > upTo || !matchesAny(ev.filters, m.Subject) {
+			continue
+		}
+		needed := false
+		for _, o := range others {
+			if matchesAny(o.FilterSubjects, m.Subject) && o.AckFloorStreamSeq < m.Seq {
+				needed = true
+			}
+		}
+		if needed {
+			continue
+		}
+		if first == 0 {
+			first, firstSubject = m.Seq, m.Subject
+		}
+		count++
+	}
+	if count == 0 {
+		return nil
+	}
+	countText := english.Plural(count, "message", "messages") + " past MaxDeliver"
+	verb := map[bool]string{true: "is", false: "are"}[count == 1]
+	if checked >= ev.t.DeadScanLimit {
+		countText, verb = "at least "+countText, "are"
+	}
+	retention := strings.ToLower(ret.String())
+	cmd := fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s && jetctl dlq sweep --stream %s --scan", ev.s.Stream, ev.s.Consumer, ev.s.Stream)
+	if ev.dlq != "" {
+		cmd = fmt.Sprintf("jetctl dlq sweep --stream %s --scan", ev.s.Stream)
+	}
+	ev.add(FindingMaxDeliverReached,
+		fmt.Sprintf("%s (%d) %s still stored in this %s stream, the first seq %d (%s): nobody will process them",
+			countText, ci.Config.MaxDeliver, verb, retention, first, firstSubject),
+		cmd,
+		map[string]any{"dead_messages": count, "scan_complete": checked < ev.t.DeadScanLimit, "first_stream_seq": first, "first_subject": firstSubject,
+			"max_deliver": ci.Config.MaxDeliver, "retention": retention})
+	return nil
+}
+
+// filtersOverlap reports whether two consumers' filters (none: every
+// subject) can take a common subject.
+func filtersOverlap(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for _, x := range a {
+		for _, y := range b {
+			if streamread.SubjectsOverlap(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func singleFilter(filters []string) string {
+	if len(filters) == 1 {
+		return filters[0]
+	}
+	return ">"
+}
+
+func matchesAny(filters []string, subject string) bool {
+	return len(filters) == 0 || streamread.SubjectMatchesAny(filters, subject)
+}
+
+// filterNoMatch: a filter that no stored message matches on a consumer
+// that never delivered anything; worse, one that no subject of the stream
+// can ever match (a typo). It reads only for a consumer that never
+// delivered, on a stream holding messages.
+func (ev *evaluation) filterNoMatch(ctx context.Context) error {
+	if ev.stream == nil {
+		return nil
+	}
+	st := ev.stream
+	for _, f := range ev.filters {
+		canMatch := len(st.Config.Subjects) == 0 // sourced or mirrored: unknown
+		for _, s := range st.Config.Subjects {
+			if streamread.SubjectsOverlap(f, s) {
+				canMatch = true
+			}
+		}
+		// A consumer that has delivered may simply have had its messages
+		// removed (a workqueue, limits): only a filter that never matched
+		// anything, or never can, is suspect.
+		if canMatch && (st.State.Msgs == 0 || ev.ci.Delivered.Consumer > 0 || len(ev.filters) == 1 && ev.ci.NumPending > 0) {
+			continue
+		}
+		if canMatch {
+			m, err := firstMatching(ctx, ev.api, ev.s.Stream, []string{f}, st.State.FirstSeq)
+			if err != nil {
+				return err
+			}
+			if m != nil {
+				continue
+			}
+		}
+		summary := fmt.Sprintf("filter %s matches none of the %d messages the stream holds", f, st.State.Msgs)
+		if !canMatch {
+			summary = fmt.Sprintf("filter %s can never match: the stream takes only %s", f, strings.Join(st.Config.Subjects, ", "))
+		}
+		ev.add(FindingFilterNoMatch, summary,
+			fmt.Sprintf("jetctl replay %s --last 20 --jq .subject", ev.s.Stream),
+			map[string]any{"filter": f, "stream_subjects": append([]string{}, st.Config.Subjects...), "stream_msgs": st.State.Msgs, "can_match": canMatch})
+	}
+	return nil
+}
+
+// skippedBacklog: a deliver policy that started after messages the stream
+// still holds and the filters match.
+func (ev *evaluation) skippedBacklog(ctx context.Context) error {
+	ci := ev.ci
+	p := ci.Config.DeliverPolicy
+	if ev.stream == nil || p == jetstream.DeliverAllPolicy || ev.stream.State.Msgs == 0 {
+		return nil
+	}
+	m, err := firstMatching(ctx, ev.api, ev.s.Stream, ev.filters, ev.stream.State.FirstSeq)
+	if err != nil || m == nil {
+		return err
+	}
+	first := m.Seq
+	var startSeq uint64
+	switch p {
+	case jetstream.DeliverByStartSequencePolicy:
+		startSeq = ci.Config.OptStartSeq
+	default:
+		start := ci.Created
+		if p == jetstream.DeliverByStartTimePolicy && ci.Config.OptStartTime != nil {
+			start = *ci.Config.OptStartTime
+		}
+		start = start.UTC()
+		m, err := ev.api.MsgGet(ctx, ev.s.Stream, jsapi.MsgGetRequest{StartTime: &start})
+		switch {
+		case errors.Is(err, jsapi.ErrNoMessage):
+			startSeq = ev.stream.State.LastSeq + 1
+		case err != nil:
+			return err
+		default:
+			startSeq = m.Seq
+		}
+	}
+	if first >= startSeq {
+		return nil
+	}
+	ev.add(FindingSkippedBacklog,
+		fmt.Sprintf("deliver policy %s skipped the backlog: the stream holds matching messages from seq %d, the consumer started at seq %d", p, first, startSeq),
+		fmt.Sprintf("jetctl consumer rewind %s %s --to-start --dry-run", ev.s.Stream, ev.s.Consumer),
+		map[string]any{"deliver_policy": p.String(), "first_matching_seq": first, "start_seq": startSeq, "stream_first_seq": ev.stream.State.FirstSeq})
+	return nil
+}
+
+// interestHeld: on an interest stream, messages every other consumer has
+// acknowledged are kept for this one alone.
+func (ev *evaluation) interestHeld(ctx context.Context) error {
+	if ev.stream == nil || ev.stream.Config.Retention != jetstream.InterestPolicy || ev.stream.State.Msgs == 0 {
+		return nil
+	}
+	var others []*State
+	for _, o := range ev.others {
+		if o.Info != nil {
+			others = append(others, o)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	minOther := others[0].AckFloorStreamSeq
+	for _, o := range others[1:] {
+		minOther = min(minOther, o.AckFloorStreamSeq)
+	}
+	from := max(ev.ci.AckFloor.Stream+1, ev.stream.State.FirstSeq)
+	to := min(minOther, ev.stream.State.LastSeq)
+	if from > to {
+		return nil
+	}
+	m, err := firstMatching(ctx, ev.api, ev.s.Stream, ev.filters, from)
+	if err != nil || m == nil || m.Seq > to {
+		return err
+	}
+	first := m.Seq
+	ev.add(FindingInterestHeld,
+		fmt.Sprintf("the interest stream keeps seqs %d..%d for this consumer alone: every other consumer has acknowledged them", first, to),
+		fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", ev.s.Stream, first, to),
+		map[string]any{"ack_floor_stream_seq": ev.ci.AckFloor.Stream, "other_consumers": len(others), "others_min_ack_floor": minOther,
+			"held_from_seq": first, "held_to_seq": to})
+	return nil
+}

@@ -1,0 +1,151 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// health-agree [FLAG...] -- STREAM/CONSUMER... asks every command that
+// tells a consumer's health (consumer ls, status, consumer watch, consumer
+// wait, consumer explain and explain --exit-code), with the same FLAGs
+// (thresholds), and fails unless all of them give each consumer the same
+// word and the same findings. It prints one line per consumer, "STREAM
+// CONSUMER WORD FINDING,FINDING", for the script to compare with what the
+// documented rules give.
+func cmdHealthAgree(ts *testscript.TestScript, neg bool, args []string) {
+	sep := -1
+	for i, a := range args {
+		if a == "--" {
+			sep = i
+		}
+	}
+	if neg || sep < 0 || sep == len(args)-1 {
+		ts.Fatalf("usage: health-agree [FLAG...] -- STREAM/CONSUMER...")
+	}
+	flags, targets := args[:sep], args[sep+1:]
+	type verdict struct{ word, ids string }
+	type row struct {
+		Stream   string `json:"stream"`
+		Consumer string `json:"consumer"`
+		Health   string `json:"health"`
+		Findings []struct {
+			ID     string `json:"id"`
+			Health string `json:"health"`
+		} `json:"findings"`
+	}
+	of := func(r row) verdict {
+		ids := make([]string, len(r.Findings))
+		for i, f := range r.Findings {
+			ids[i] = f.ID
+		}
+		return verdict{r.Health, strings.Join(ids, ",")}
+	}
+	run := func(args ...string) string {
+		if err := ts.Exec("jetctl", append(args, flags...)...); err != nil {
+			ts.Fatalf("jetctl %s: %v\n%s", strings.Join(args, " "), err, ts.ReadFile("stderr"))
+		}
+		return ts.ReadFile("stdout")
+	}
+	var streams []string
+	seen := map[string]bool{}
+	for _, t := range targets {
+		stream, _, ok := strings.Cut(t, "/")
+		if !ok {
+			ts.Fatalf("health-agree: %q is not STREAM/CONSUMER", t)
+		}
+		if !seen[stream] {
+			seen[stream] = true
+			streams = append(streams, stream)
+		}
+	}
+	// answers[command][stream/consumer]
+	answers := map[string]map[string]verdict{}
+	collect := func(command string, rows []row) {
+		answers[command] = map[string]verdict{}
+		for _, r := range rows {
+			answers[command][r.Stream+"/"+r.Consumer] = of(r)
+		}
+	}
+
+	var rows []row
+	ts.Check(json.Unmarshal([]byte(run(append([]string{"consumer", "ls", "-o", "json"}, streams...)...)), &rows))
+	collect("consumer ls", rows)
+
+	var status struct {
+		Consumers []row `json:"consumers"`
+	}
+	ts.Check(json.Unmarshal([]byte(run("status", "-o", "json")), &status))
+	collect("status", status.Consumers)
+
+	rows = nil
+	for _, line := range strings.Split(strings.TrimSpace(run(append([]string{"consumer", "watch", "--count", "1", "-o", "jsonl"}, streams...)...)), "\n") {
+		var r row
+		ts.Check(json.Unmarshal([]byte(line), &r))
+		rows = append(rows, r)
+	}
+	collect("consumer watch", rows)
+
+	rows = nil
+	for _, t := range targets {
+		stream, consumer, _ := strings.Cut(t, "/")
+		var res struct {
+			State row `json:"state"`
+		}
+		ts.Check(json.Unmarshal([]byte(run("consumer", "wait", stream, consumer, "--ack-floor", "0", "-o", "json")), &res))
+		rows = append(rows, res.State)
+	}
+	collect("consumer wait", rows)
+
+	rows = nil
+	answers["explain --exit-code"] = map[string]verdict{}
+	for _, t := range targets {
+		stream, consumer, _ := strings.Cut(t, "/")
+		r := row{Stream: stream, Consumer: consumer, Health: "ok"}
+		ts.Check(json.Unmarshal([]byte(run("consumer", "explain", stream, consumer, "-o", "json")), &r.Findings))
+		if len(r.Findings) > 0 && r.Findings[0].Health != "ok" {
+			r.Health = r.Findings[0].Health
+		}
+		rows = append(rows, r)
+		// --exit-code: 8 exactly for a word at warning or above.
+		err := ts.Exec("jetctl", append([]string{"consumer", "explain", stream, consumer, "--exit-code"}, flags...)...)
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			ts.Fatalf("jetctl consumer explain %s %s --exit-code: %v", stream, consumer, err)
+		}
+		answers["explain --exit-code"][t] = verdict{word: map[bool]string{true: "unhealthy (exit 8)", false: "healthy (exit 0)"}[code == 8]}
+	}
+	collect("consumer explain", rows)
+
+	var out []string
+	var disagree []string
+	for _, t := range targets {
+		want, ok := answers["consumer ls"][t]
+		if !ok {
+			ts.Fatalf("health-agree: consumer ls does not list %s", t)
+		}
+		for _, command := range []string{"status", "consumer watch", "consumer wait", "consumer explain"} {
+			if got := answers[command][t]; got != want {
+				disagree = append(disagree, fmt.Sprintf("%s: consumer ls says %s [%s], %s says %s [%s]", t, want.word, want.ids, command, got.word, got.ids))
+			}
+		}
+		unhealthy := map[string]bool{"no-leader": true, "stalled": true, "failing": true, "poison": true,
+			"paused": true, "behind": true, "dead-letters": true, "degraded": true, "misconfigured": true}[want.word]
+		if got := answers["explain --exit-code"][t].word; got != map[bool]string{true: "unhealthy (exit 8)", false: "healthy (exit 0)"}[unhealthy] {
+			disagree = append(disagree, fmt.Sprintf("%s: consumer ls says %s, explain --exit-code says %s", t, want.word, got))
+		}
+		stream, consumer, _ := strings.Cut(t, "/")
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", stream, consumer, want.word, want.ids)))
+	}
+	if len(disagree) > 0 {
+		sort.Strings(disagree)
+		ts.Fatalf("health-agree: the commands disagree:\n%s", strings.Join(disagree, "\n"))
+	}
+	fmt.Fprintln(ts.Stdout(), strings.Join(out, "\n"))
+}
