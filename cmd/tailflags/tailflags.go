@@ -24,19 +24,23 @@ type Flags struct {
 	Wait time.Duration
 	// Raw prints payloads (values) only, one a line.
 	Raw bool
+
+	count *pflag.Flag
 }
 
 // Bind adds the flags; items names what is counted ("matching messages"),
 // payloads what --raw prints ("payloads").
 func (t *Flags) Bind(fs *pflag.FlagSet, items, payloads string) {
-	fs.IntVar(&t.Count, "count", 0, "stop with exit 0 after this many "+items)
+	fs.IntVar(&t.Count, "count", 0, "stop with exit 0 after this many "+items+" (at least 1)")
+	t.count = fs.Lookup("count")
 	factory.DurationVar(fs, &t.Wait, "wait", 0, "give up with exit 5 after this long (90s, 5m, 7d)")
 	fs.BoolVar(&t.Raw, "raw", false, "print "+payloads+" only, one a line")
 }
 
-// Validate refuses what the flag parser lets through: a negative --count.
+// Validate refuses what the flag parser lets through: a --count given as
+// 0 or less (0 is what no --count means: it would never stop).
 func (t *Flags) Validate() error {
-	if t.Count < 0 {
+	if t.Count < 0 || (t.Count == 0 && t.count != nil && t.count.Changed) {
 		return exitcode.UsageErrorf("invalid --count %d: must be positive", t.Count)
 	}
 	return nil

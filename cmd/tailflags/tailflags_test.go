@@ -26,6 +26,28 @@ func TestBindAndValidate(t *testing.T) {
 	}
 }
 
+// --count 0 is refused as --count -1 is; no --count (also 0) is not.
+func TestCountZero(t *testing.T) {
+	var given Flags
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	given.Bind(fs, "matches", "values")
+	if err := fs.Parse([]string{"--count", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := given.Validate(); exitcode.Of(err) != exitcode.Usage || err == nil || err.Error() != "invalid --count 0: must be positive" {
+		t.Errorf("--count 0: Validate: %v", err)
+	}
+	var absent Flags
+	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
+	absent.Bind(fs, "matches", "values")
+	if err := fs.Parse([]string{"--wait", "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := absent.Validate(); err != nil {
+		t.Errorf("no --count: Validate: %v", err)
+	}
+}
+
 func TestExpired(t *testing.T) {
 	for _, c := range []struct {
 		flags   Flags
