@@ -33,8 +33,9 @@ func newCmdTail(f *factory.Factory) *cobra.Command {
 they arrive, or start in the past with --since, --from-seq or --last N.
 Reading never consumes or changes the stream.
 
---filter keeps the messages for which a jq program is true (data is decoded
-as JSON when it is JSON); --jq transforms each one; --raw prints payloads.
+data is the payload's JSON document when it is JSON, else its text (as for
+every command: docs/output.md). --filter keeps the messages for which a jq
+program is true; --jq transforms each one; --raw prints payloads.
 A --jq or --filter program that fails on a message skips it, with one
 warning naming its sequence. -o jsonl (default) and -o json print JSON
 lines; -o table and -o yaml are refused.
