@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -51,7 +50,10 @@ printed, or --raw prints each value alone, one a line. --count N exits 0
 after N matches; --wait D gives up after D with exit 5. Together they make
 a CI step that waits for a condition; without them the tail runs until
 interrupted. --wait without --count bounds the tail: it stops after D,
-exit 0 when at least one revision matched, 5 when none did.`,
+exit 0 when at least one revision matched, 5 when none did. --wait counts
+from the start and is exit 5 whenever it runs out, also before the first
+revision was read; connecting is bounded by --timeout, not --wait: a
+server that cannot be reached is exit 1.`,
 		Example: `  jetctl kv tail cfg
   jetctl kv tail cfg 'app.>' 'deploy.*' --history
   jetctl kv tail cfg deploy.status --filter '.value.state == "ready"' --count 1 --wait 5m
@@ -73,9 +75,10 @@ exit 0 when at least one revision matched, 5 when none did.`,
 			if err := p.RequireLines("kv tail"); err != nil {
 				return err
 			}
-			ctx, cancel := fl.tail.WithWait(cmd.Context())
+			parent := cmd.Context()
+			ctx, cancel := fl.tail.WithWait(parent)
 			defer cancel()
-			js, err := f.JetStream(ctx)
+			js, err := tailflags.JetStream(parent, f)
 			matched := 0
 			if err == nil {
 				out := output.NewLineWriter(f.IO.Out)
@@ -98,15 +101,7 @@ exit 0 when at least one revision matched, 5 when none did.`,
 					return err
 				})
 			}
-			if errors.Is(err, context.DeadlineExceeded) && fl.tail.TimedOut(cmd.Context(), ctx) {
-				if cfg.Count == 0 && matched > 0 {
-					// Without --count, --wait bounds the tail: what was
-					// waited for (a match) came.
-					return nil
-				}
-				return fl.tail.Expired(tailflags.Revisions, fmt.Sprintf("bucket %q", cfg.Bucket), matched)
-			}
-			return err
+			return fl.tail.End(parent, ctx, err, tailflags.Revisions, fmt.Sprintf("bucket %q", cfg.Bucket), matched)
 		},
 	}
 	fs := c.Flags()

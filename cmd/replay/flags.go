@@ -53,9 +53,6 @@ func (o *options) validate() error {
 	if !(o.speed > 0) || math.IsInf(o.speed, 1) {
 		return exitcode.UsageErrorf("--speed must be a positive number, got %v", o.speed)
 	}
-	if o.maxGap < 0 {
-		return exitcode.UsageErrorf("--max-gap must not be negative, got %s", o.maxGap)
-	}
 	if o.rate > 0 && o.pace != "" {
 		return exitcode.UsageErrorf("use --rate or --pace original, not both")
 	}

@@ -11,8 +11,11 @@ is not an error.
 
 By default each message is a JSON line on stdout:
   {"stream","seq","subject","time","headers","data" or "data_b64","size"}
---jq transforms each line (data decoded as JSON when it is JSON), --filter
-keeps the messages for which a jq program is true, --raw prints payloads only.
+data is the payload's JSON document when it is JSON, as stored, else its
+text; data_b64 holds payloads that are not UTF-8, and follows data when
+data cannot give the exact bytes back (docs/output.md). --jq transforms
+each line, --filter keeps the messages for which a jq program is true,
+--raw prints payloads only.
 
 --to SUBJECT republishes each message: SUBJECT may contain {subject} (the
 original subject; '{subject}' alone keeps it) or be a prefix mapping like

@@ -83,7 +83,7 @@ func NewCmd(f *factory.Factory) *cobra.Command {
 	factory.RateVar(fl, &o.rate, "rate", "at most this many messages per second (e.g. 500/s)")
 	fl.StringVar(&o.pace, "pace", "", `"original" reproduces the messages' original timing`)
 	fl.Float64Var(&o.speed, "speed", 1, "with --pace original: play this many times faster")
-	fl.DurationVar(&o.maxGap, "max-gap", 0, "with --pace original: never wait longer than this between messages")
+	factory.DurationVar(fl, &o.maxGap, "max-gap", 0, "with --pace original: never wait longer than this between messages (90s, 5m, 2d)")
 	fl.StringVar(&o.checkpoint, "checkpoint", "", "record progress in FILE and resume from it")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "print the resolved range, counts and bytes per subject; publish and write nothing")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")

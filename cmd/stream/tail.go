@@ -33,15 +33,19 @@ func newCmdTail(f *factory.Factory) *cobra.Command {
 they arrive, or start in the past with --since, --from-seq or --last N.
 Reading never consumes or changes the stream.
 
---filter keeps the messages for which a jq program is true (data is decoded
-as JSON when it is JSON); --jq transforms each one; --raw prints payloads.
+data is the payload's JSON document when it is JSON, else its text (as for
+every command: docs/output.md). --filter keeps the messages for which a jq
+program is true; --jq transforms each one; --raw prints payloads.
 A --jq or --filter program that fails on a message skips it, with one
 warning naming its sequence. -o jsonl (default) and -o json print JSON
 lines; -o table and -o yaml are refused.
 
 --count N stops after N matching messages with exit 0; --wait D gives up
-after D with exit 5. Together they make the CI primitive "wait until this
-event shows up".`,
+after D with exit 5, also when it runs out before the first message was
+read. Together they make the CI primitive "wait until this event shows
+up". Without --count, --wait bounds the tail: it stops after D, exit 0
+when at least one message matched, 5 when none did. Connecting is bounded
+by --timeout, not --wait: a server that cannot be reached is exit 1.`,
 		Example: `  jetctl stream tail ORDERS
   jetctl stream tail ORDERS --subject 'orders.failed' --since 10m
   jetctl stream tail ORDERS --filter '.data.order_id == "ord-00042"' --count 1 --wait 2m
@@ -93,7 +97,7 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	js, err := f.JetStream(ctx)
+	js, err := tailflags.JetStream(parent, f)
 	if err != nil {
 		return err
 	}
@@ -113,19 +117,11 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions, stream str
 			cancel(errCountReached)
 		}
 	}}
-	started := false
-	run := replay.Config{Range: cfg, Sink: sink, Filter: filter, Started: func(replay.Summary) { started = true }}
-	_, err = replay.Run(ctx, js, run)
-	if !started {
-		return err
-	}
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errCountReached):
+	_, err = replay.Run(ctx, js, replay.Config{Range: cfg, Sink: sink, Filter: filter})
+	if errors.Is(context.Cause(ctx), errCountReached) {
 		return nil
-	case o.tail.TimedOut(parent, ctx):
-		return o.tail.Expired(tailflags.Messages, fmt.Sprintf("stream %q", stream), matched)
 	}
-	return err
+	return o.tail.End(parent, ctx, err, tailflags.Messages, fmt.Sprintf("stream %q", stream), matched)
 }
 
 // flushingSink writes each line at once: a tail is read by people and by

@@ -26,6 +26,28 @@ func TestBindAndValidate(t *testing.T) {
 	}
 }
 
+// --count 0 is refused as --count -1 is; no --count (also 0) is not.
+func TestCountZero(t *testing.T) {
+	var given Flags
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	given.Bind(fs, "matches", "values")
+	if err := fs.Parse([]string{"--count", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := given.Validate(); exitcode.Of(err) != exitcode.Usage || err == nil || err.Error() != "invalid --count 0: must be positive" {
+		t.Errorf("--count 0: Validate: %v", err)
+	}
+	var absent Flags
+	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
+	absent.Bind(fs, "matches", "values")
+	if err := fs.Parse([]string{"--wait", "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := absent.Validate(); err != nil {
+		t.Errorf("no --count: Validate: %v", err)
+	}
+}
+
 func TestExpired(t *testing.T) {
 	for _, c := range []struct {
 		flags   Flags
@@ -68,5 +90,47 @@ func TestTimedOut(t *testing.T) {
 	cancel3()
 	if none.TimedOut(parent, ctx3) {
 		t.Error("no --wait, TimedOut is true")
+	}
+}
+
+// End is the one place both tails decide how they end.
+func TestEnd(t *testing.T) {
+	parent := context.Background()
+	expired := func(tf *Flags) context.Context {
+		ctx, cancel := tf.WithWait(parent)
+		t.Cleanup(cancel)
+		<-ctx.Done()
+		return ctx
+	}
+	notFound := exitcode.Newf(exitcode.NotFound, `stream "NOPE": not found`)
+	for _, c := range []struct {
+		name    string
+		flags   Flags
+		err     error
+		matched int
+		want    int
+		msg     string
+	}{
+		// The read gave up with the context's error before it started.
+		{"expired before the read", Flags{Count: 1, Wait: time.Nanosecond}, context.DeadlineExceeded, 0, exitcode.Timeout, `stream "S": waited 1ns, saw 0 of 1 matching messages`},
+		{"expired, no error returned", Flags{Count: 2, Wait: time.Nanosecond}, nil, 1, exitcode.Timeout, `stream "S": waited 1ns, saw 1 of 2 matching messages`},
+		{"own error wins", Flags{Count: 1, Wait: time.Nanosecond}, notFound, 0, exitcode.NotFound, `stream "NOPE": not found`},
+		{"no --count, a match", Flags{Wait: time.Nanosecond}, context.DeadlineExceeded, 1, 0, ""},
+		{"no --count, none", Flags{Wait: time.Nanosecond}, context.DeadlineExceeded, 0, exitcode.Timeout, `stream "S": no message matched within --wait 1ns`},
+	} {
+		tf := c.flags
+		err := tf.End(parent, expired(&tf), c.err, Messages, `stream "S"`, c.matched)
+		if got := exitcode.Of(err); got != c.want || (err != nil && err.Error() != c.msg) {
+			t.Errorf("%s: got %v (exit %d), want exit %d %q", c.name, err, got, c.want, c.msg)
+		}
+	}
+	// Interrupted: the error as it is, not a timeout.
+	tf := Flags{Count: 1, Wait: time.Hour}
+	interrupted, stop := context.WithCancel(parent)
+	ctx, cancel := tf.WithWait(interrupted)
+	defer cancel()
+	stop()
+	if err := tf.End(interrupted, ctx, context.Canceled, Messages, `stream "S"`, 0); err != context.Canceled {
+		t.Errorf("interrupted: got %v", err)
 	}
 }

@@ -4,6 +4,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -141,9 +142,12 @@ type Line struct {
 	// valid UTF-8 (Headers then shows such bytes as U+FFFD): the base64 of
 	// the NATS header block, "NATS/1.0\r\nName: value\r\n...\r\n".
 	HeadersB64 *string `json:"headers_b64,omitempty"`
-	Data       *string `json:"data,omitempty"`
-	DataB64    *string `json:"data_b64,omitempty"`
-	Size       int     `json:"size"`
+	// Data is the payload's JSON document, or its text as a JSON string
+	// (see appendData); DataB64 its exact bytes, which win when both are
+	// there.
+	Data    json.RawMessage `json:"data,omitempty"`
+	DataB64 *string         `json:"data_b64,omitempty"`
+	Size    int             `json:"size"`
 }
 
 // AppendJSON appends m's JSON line (with a trailing newline) to buf. It is
@@ -184,18 +188,62 @@ func (m *Message) AppendJSON(buf []byte) []byte {
 			buf = append(buf, '"')
 		}
 	}
-	if utf8.Valid(m.Data) {
-		buf = append(buf, `,"data":`...)
-		buf = appendString(buf, m.Data)
-	} else {
-		buf = append(buf, `,"data_b64":"`...)
-		buf = base64.StdEncoding.AppendEncode(buf, m.Data)
-		buf = append(buf, '"')
-	}
+	buf = appendData(buf, m.Data)
 	buf = append(buf, `,"size":`...)
 	buf = strconv.AppendInt(buf, int64(len(m.Data)), 10)
 	buf = append(buf, "}\n"...)
 	return buf
+}
+
+// appendData appends the payload's fields by the rule every command's JSON
+// follows (docs/output.md):
+//   - a payload that is one JSON document is "data": that document, as it
+//     is stored (key order, number formatting, escapes, white space all
+//     kept), the value jq, dlq show and kv tail see;
+//   - other UTF-8 is "data": the text, as a JSON string;
+//   - anything else is "data_b64": the bytes in base64.
+//
+// A JSON document that a line cannot hold as it is, or that would read
+// back as something else, is written compact, and "data_b64" follows with
+// the exact bytes, which is what --from-file loads: white space before or
+// after it (a trailing newline), a line break in it (pretty-printed), or a
+// JSON string (whose "data" would read back as the text without quotes).
+func appendData(buf, data []byte) []byte {
+	if !utf8.Valid(data) {
+		return appendB64(buf, data)
+	}
+	buf = append(buf, `,"data":`...)
+	if !jsonvalue.Valid(data) {
+		return appendString(buf, data)
+	}
+	if verbatim(data) {
+		return append(buf, data...)
+	}
+	w := bytes.NewBuffer(buf)
+	_ = json.Compact(w, data) // data is valid JSON: it cannot fail
+	return appendB64(w.Bytes(), data)
+}
+
+func appendB64(buf, data []byte) []byte {
+	buf = append(buf, `,"data_b64":"`...)
+	buf = base64.StdEncoding.AppendEncode(buf, data)
+	return append(buf, '"')
+}
+
+// verbatim reports whether a JSON document can stand in a JSON line as it
+// is and read back as the same bytes: no white space around it, no line
+// break in it (JSON strings hold none, so any is white space), and not a
+// JSON string (read back as the text it holds).
+func verbatim(doc []byte) bool {
+	switch doc[0] {
+	case '"', ' ', '\t', '\n', '\r':
+		return false
+	}
+	switch doc[len(doc)-1] {
+	case ' ', '\t', '\n', '\r':
+		return false
+	}
+	return bytes.IndexByte(doc, '\n') < 0 && bytes.IndexByte(doc, '\r') < 0
 }
 
 // Generic is the message as jq sees it: the JSON line's object, with data
@@ -363,8 +411,16 @@ func ParseLine(line []byte) (*Message, error) {
 			return nil, fmt.Errorf("JSON line data_b64: %w", err)
 		}
 		m.Data = data
-	case l.Data != nil:
-		m.Data = []byte(*l.Data)
+	case len(l.Data) > 0 && l.Data[0] == '"':
+		// Text (and, in dumps written before data held JSON documents,
+		// every payload).
+		var text string
+		if err := json.Unmarshal(l.Data, &text); err != nil {
+			return nil, fmt.Errorf("JSON line data: %w", err)
+		}
+		m.Data = []byte(text)
+	case len(l.Data) > 0:
+		m.Data = []byte(l.Data)
 	}
 	return m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -162,5 +163,80 @@ func TestNonUTF8HeadersRoundTrip(t *testing.T) {
 	m.Header = nats.Header{"Plain": {"grüße"}}
 	if line := m.AppendJSON(nil); bytes.Contains(line, []byte("headers_b64")) {
 		t.Errorf("line: %s", line)
+	}
+}
+
+// data follows one rule (docs/output.md): the JSON document itself when the
+// payload is JSON, else the text, data_b64 when not UTF-8; and data_b64
+// next to data when data alone cannot give the exact bytes back. Every
+// payload reads back byte for byte.
+func TestDataRule(t *testing.T) {
+	for _, c := range []struct {
+		payload string
+		want    string // the line's payload fields, between "time" and "size"
+	}{
+		{`{"order_id":"ord-1","n":1.50,"z":1,"a":2,"big":12345678901234567890}`, `"data":{"order_id":"ord-1","n":1.50,"z":1,"a":2,"big":12345678901234567890}`},
+		{`{"a": 1,  "b":[1, 2],"t":"<&>\u00e9"}`, `"data":{"a": 1,  "b":[1, 2],"t":"<&>\u00e9"}`},
+		{`{"a":1,"a":2}`, `"data":{"a":1,"a":2}`},
+		{`[1,2]`, `"data":[1,2]`},
+		{`-0.5e3`, `"data":-0.5e3`},
+		{`true`, `"data":true`},
+		{`null`, `"data":null`},
+		{"{\"a\":1}\n", `"data":{"a":1},"data_b64":"eyJhIjoxfQo="`},
+		{"{\n  \"a\": 1\n}", `"data":{"a":1},"data_b64":"ewogICJhIjogMQp9"`},
+		{` 7`, `"data":7,"data_b64":"IDc="`},
+		{`"hello"`, `"data":"hello","data_b64":"ImhlbGxvIg=="`},
+		{`hello`, `"data":"hello"`},
+		{`{"a":1} trailing`, `"data":"{\"a\":1} trailing"`},
+		{`{"a":1`, `"data":"{\"a\":1"`},
+		{``, `"data":""`},
+		{"nul\x00l", `"data":"nul\u0000l"`},
+	} {
+		m := &Message{Stream: "S", Seq: 1, Subject: "s", Time: time.Unix(0, 0).UTC(), Data: []byte(c.payload)}
+		line := m.AppendJSON(nil)
+		want := `{"stream":"S","seq":1,"subject":"s","time":"1970-01-01T00:00:00Z",` + c.want + `,"size":` + strconv.Itoa(len(c.payload)) + "}\n"
+		if string(line) != want {
+			t.Errorf("%q:\n got %s want %s", c.payload, line, want)
+			continue
+		}
+		got, err := ParseLine(line)
+		if err != nil {
+			t.Fatalf("%q: %v", c.payload, err)
+		}
+		if string(got.Data) != c.payload {
+			t.Errorf("%q: read back %q", c.payload, got.Data)
+		}
+		// The printed data is the value jq sees (and dlq show prints).
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			t.Fatal(err)
+		}
+		if g := m.Generic(); !reflect.DeepEqual(obj["data"], g["data"]) {
+			t.Errorf("%q: printed data %#v, jq sees %#v", c.payload, obj["data"], g["data"])
+		}
+	}
+}
+
+// Dumps written before data held JSON documents (data a JSON string of the
+// payload's text) still load exactly.
+func TestParseLineOldDump(t *testing.T) {
+	m, err := ParseLine([]byte(`{"stream":"S","seq":1,"subject":"s","time":"1970-01-01T00:00:00Z","data":"{\"a\": 1}\n","size":9}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Data) != "{\"a\": 1}\n" {
+		t.Errorf("data = %q", m.Data)
+	}
+}
+
+func BenchmarkAppendJSONDocument(b *testing.B) {
+	m := &Message{Stream: "ORDERS", Seq: 123456, Subject: "orders.created", Time: time.Now(),
+		Data: []byte(`{"order_id":"ord-00042","customer":"c-981","status":"created","amount":129.95,"items":[{"sku":"A-1","qty":2}]}`)}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf = m.AppendJSON(buf[:0])
 	}
 }

@@ -48,3 +48,36 @@ func TestMayBe(t *testing.T) {
 		}
 	}
 }
+
+// Valid says what encoding/json says, on documents and near misses.
+func TestValidMatchesEncodingJSON(t *testing.T) {
+	for _, s := range validCorpus {
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%q) = %v, encoding/json says %v", s, got, want)
+		}
+		if validFast([]byte(s)) && !json.Valid([]byte(s)) {
+			t.Errorf("validFast(%q) is true, encoding/json says invalid", s)
+		}
+	}
+}
+
+var validCorpus = []string{
+	`{}`, `[]`, `""`, `0`, `-0`, `1.5e10`, `1E+2`, `-1.0e-3`, `true`, `false`, `null`,
+	` {"a": [1, 2.5, "x", true, null, {"b": {}}]} `, "\t[\n1\r\n]\n",
+	`{"a":1,"a":2}`, `"\u00e9\n\t\"\\\/\b\f\r"`, `"\uD83D\uDE80"`, `"grüße 🚀"`, "\"\xff\"",
+	`12345678901234567890`, `1e400`,
+	`01`, `-`, `1.`, `.5`, `1e`, `1e+`, `+1`, `--1`, `0x10`, `1 2`, `{} {}`, `[1,]`, `[,1]`, `{"a":1,}`,
+	`{"a" 1}`, `{a:1}`, `{"a":}`, `[`, `{`, `"abc`, `"\x"`, `"\u12"`, `"\u12G4"`, "\"a\x01b\"", `tru`, `nul`, `falsey`,
+	`[1]]`, `{"a":[}`, `NaN`, `Infinity`, `-Infinity`, "", " ", "\x00",
+}
+
+func FuzzValid(f *testing.F) {
+	for _, s := range validCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := Valid(data), json.Valid(data); got != want {
+			t.Errorf("Valid(%q) = %v, encoding/json says %v", data, got, want)
+		}
+	})
+}

@@ -26,8 +26,10 @@ func MayBe(data []byte) bool {
 	return false
 }
 
-// Valid reports whether data is exactly one JSON document.
-func Valid(data []byte) bool { return MayBe(data) && json.Valid(data) }
+// Valid reports whether data is exactly one JSON document, as
+// encoding/json's Valid does (which it asks only when its own scan is not
+// sure).
+func Valid(data []byte) bool { return MayBe(data) && (validFast(data) || json.Valid(data)) }
 
 // Decode decodes data when it is exactly one JSON document; ok is false
 // when it is not (text, binary, empty, or a document followed by more).
