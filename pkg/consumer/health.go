@@ -405,14 +405,22 @@ func (ev *evaluation) redelivering(ctx context.Context) error {
 		return nil
 	}
 	ev.add(FindingPoison,
-		fmt.Sprintf("poison message: seq %d (%s) holds the ack floor; at least %d redeliveries since the floor last moved", m.Seq, m.Subject, redeliveries),
-		PoisonCommand(ev.s.Stream, ev.s.Consumer, m.Seq), evidence)
+		fmt.Sprintf("poison message: seq %d (%s) holds the ack floor; at least %d redeliveries since the floor last moved (read it: jetctl replay %s --from-seq %d --to-seq %d)",
+			m.Seq, m.Subject, redeliveries, ev.s.Stream, m.Seq, m.Seq),
+		PoisonCommand(ev.s.Stream, ev.s.Consumer, m.Seq, ev.dlq != ""), evidence)
 	return nil
 }
 
-// PoisonCommand is the command a poison-message finding names.
-func PoisonCommand(stream, consumer string, seq uint64) string {
-	return fmt.Sprintf("jetctl replay %s --from-seq %d --to-seq %d", stream, seq, seq)
+// PoisonCommand is the command a poison-message finding names: take the
+// message out of the consumer's way into the DLQ (other consumers of a
+// limits stream still get it), setting the DLQ up first where there is
+// none.
+func PoisonCommand(stream, consumer string, seq uint64, haveDLQ bool) string {
+	take := fmt.Sprintf("jetctl dlq take --stream %s --consumer %s --seq %d --dry-run", stream, consumer, seq)
+	if haveDLQ {
+		return take
+	}
+	return fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s && %s", stream, consumer, take)
 }
 
 // deliveredSinceFloor counts the stored messages matching the filters in
