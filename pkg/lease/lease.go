@@ -271,7 +271,9 @@ func (l *Lock) renew(val []byte) {
 		}
 		l.mu.Lock()
 		left := giveUp - clock().Sub(l.renewedAt)
-		ctx, cancel := context.WithTimeout(context.Background(), min(every, max(left, retry)))
+		// A late answer is as good as an early one: wait for it until the
+		// holder would give up anyway.
+		ctx, cancel := context.WithTimeout(context.Background(), max(left, retry))
 		sent := clock()
 		rev, err := l.kv.Update(ctx, l.key, val, l.rev)
 		if err == nil {

@@ -25,7 +25,7 @@ func TestAcquireGetRemoveLost(t *testing.T) {
 	if _, err := lease.Get(ctx, js, "sweep.JOBS"); !errors.Is(err, lease.ErrNone) {
 		t.Fatalf("no bucket yet: %v", err)
 	}
-	held, err := lease.Acquire(ctx, js, "sweep.JOBS", 300*time.Millisecond, "jetctl dlq unlock --stream JOBS")
+	held, err := lease.Acquire(ctx, js, "sweep.JOBS", 2*time.Second, "jetctl dlq unlock --stream JOBS")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +44,10 @@ func TestAcquireGetRemoveLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.PID != os.Getpid() || l.TTL != 300*time.Millisecond || l.HolderGone() {
+	if l.PID != os.Getpid() || l.TTL != 2*time.Second || l.HolderGone() {
 		t.Fatalf("lease: %+v", l)
 	}
-	// Renewed between the Get and the Remove (every 100 ms here), it stays:
+	// Renewed between the Get and the Remove (every 500 ms here), it stays:
 	// read it again.
 	for err := lease.Remove(ctx, js, l); err != nil; err = lease.Remove(ctx, js, l) {
 		if !errors.Is(err, lease.ErrLocked) || ctx.Err() != nil {
