@@ -65,7 +65,7 @@ func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetst
 	switch {
 	case lease.HolderGone():
 		rec.State = "holder_gone"
-	case lease.Expired(time.Now()):
+	case lease.Expired():
 		rec.State = "expired"
 	}
 	if !dryRun {

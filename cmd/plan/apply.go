@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -308,25 +309,76 @@ func (m *migrationProgress) done() {
 	m.bar, m.key, m.copied = nil, "", 0
 }
 
+// destructiveSummary is what apply refuses to do without --allow-destroy,
+// each resource named once.
 func destructiveSummary(pl *pkgplan.Plan) string {
+	// A consumer replaced or deleted with its stream is named with the
+	// stream ("replace stream "S" and its consumer "c""), not as an item
+	// of its own.
+	withStream := map[string][]string{}
+	for _, r := range pl.Resources {
+		if r.Destructive && r.Kind == pkgplan.KindConsumer && streamGoes(pl, r.Stream, r.Action) {
+			withStream[r.Stream] = append(withStream[r.Stream], strconv.Quote(r.Name))
+		}
+	}
 	var parts []string
 	for _, r := range pl.Resources {
 		if !r.Destructive {
 			continue
 		}
+		what := r.Label()
+		if r.Kind == pkgplan.KindConsumer {
+			if streamGoes(pl, r.Stream, r.Action) {
+				continue
+			}
+			what = fmt.Sprintf("consumer %q of stream %q", r.Name, r.Stream)
+		}
+		if cs := withStream[r.Name]; r.Kind == pkgplan.KindStream && len(cs) > 0 {
+			what += " and its " + pluralWord(len(cs), "consumer") + " " + joinAnd(cs)
+		}
 		switch r.Action {
 		case pkgplan.ActionReplace:
-			parts = append(parts, "replace "+r.Label())
+			parts = append(parts, "replace "+what)
 		case pkgplan.ActionDelete:
-			parts = append(parts, "delete "+r.Label())
+			parts = append(parts, "delete "+what)
 		default:
-			parts = append(parts, "lose messages of "+r.Label())
+			parts = append(parts, "lose messages of "+what)
 		}
 	}
 	if len(parts) > 3 {
 		parts = append(parts[:3], fmt.Sprintf("%d more", len(parts)-3))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// streamGoes reports whether the plan replaces or deletes (action) the
+// stream itself.
+func streamGoes(pl *pkgplan.Plan, stream string, action pkgplan.Action) bool {
+	if action != pkgplan.ActionReplace && action != pkgplan.ActionDelete {
+		return false
+	}
+	for _, r := range pl.Resources {
+		if r.Kind == pkgplan.KindStream && r.Name == stream && r.Action == action {
+			return true
+		}
+	}
+	return false
+}
+
+// pluralWord is "consumer" or "consumers".
+func pluralWord(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+// joinAnd is "a", "a and b", "a, b and c".
+func joinAnd(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // reportPartial lists what an apply that stopped did: done, the step that

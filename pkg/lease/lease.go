@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,11 +41,22 @@ type Lock struct {
 	unlockHint string
 	mu         sync.Mutex
 	rev        uint64
-	lost       chan struct{}
-	stop       chan struct{}
-	done       chan struct{}
-	closed     bool
+	// renewedAt is when the last renewal that succeeded was sent, on the
+	// local clock (only durations on it are read).
+	renewedAt time.Time
+	// failure is why the holder gave the lease up itself (its renewals
+	// kept failing); nil when it was taken over or unlocked.
+	failure error
+	lost    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	closed  bool
 }
+
+// clock is the local clock. Expiry never compares it with the server's
+// timestamps (see Lease.Expired); the holder measures on it only how long
+// its renewals have failed. Tests skew it.
+var clock = time.Now
 
 // lockValue is what a lease stores.
 type lockValue struct {
@@ -68,6 +80,9 @@ type Lease struct {
 	TTL time.Duration
 	// Renewed is when the holder last renewed it, on the server's clock.
 	Renewed time.Time
+	// ServerTime is the server's clock when the lease was read: its age is
+	// ServerTime - Renewed, two times of one clock.
+	ServerTime time.Time
 	// Revision is the KV revision of the lease.
 	Revision uint64
 }
@@ -81,8 +96,12 @@ func (l Lease) HolderGone() bool {
 		l.PID != os.Getpid() && !processExists(l.PID)
 }
 
+// Age is how long ago the holder last renewed the lease, on the server's
+// clock: a client's clock, however wrong, plays no part.
+func (l Lease) Age() time.Duration { return l.ServerTime.Sub(l.Renewed) }
+
 // Expired reports whether the holder has not renewed the lease for its TTL.
-func (l Lease) Expired(now time.Time) bool { return now.Sub(l.Renewed) >= l.TTL }
+func (l Lease) Expired() bool { return l.Age() >= l.TTL }
 
 // Describe says who holds the lease, for messages.
 func (l Lease) Describe() string {
@@ -104,6 +123,10 @@ func bucket(ctx context.Context, js jetstream.JetStream, create bool) (jetstream
 	return kv, err
 }
 
+// readLease reads the lease on key and then the server's clock (the
+// bucket's stream info carries it), so that the lease's age is measured
+// on the clock that stamped its renewal. A server that does not say its
+// time leaves the local clock to stand in for it.
 func readLease(ctx context.Context, kv jetstream.KeyValue, key string, defaultTTL time.Duration) (Lease, error) {
 	e, err := kv.Get(ctx, key)
 	if err != nil {
@@ -114,7 +137,18 @@ func readLease(ctx context.Context, kv jetstream.KeyValue, key string, defaultTT
 	if v.TTL <= 0 {
 		v.TTL = defaultTTL
 	}
-	return Lease{Key: key, Holder: v.Holder, PID: v.PID, PIDNS: v.PIDNS, Since: v.Since, TTL: v.TTL, Renewed: e.Created(), Revision: e.Revision()}, nil
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return Lease{}, err
+	}
+	var now time.Time
+	if bs, ok := status.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		now = bs.StreamInfo().TimeStamp
+	}
+	if now.IsZero() {
+		now = clock()
+	}
+	return Lease{Key: key, Holder: v.Holder, PID: v.PID, PIDNS: v.PIDNS, Since: v.Since, TTL: v.TTL, Renewed: e.Created(), ServerTime: now, Revision: e.Revision()}, nil
 }
 
 // Acquire takes the lock on key, or fails with ErrLocked naming the
@@ -128,28 +162,30 @@ func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.D
 		return nil, fmt.Errorf("lock bucket %q: %w", Bucket, err)
 	}
 	host, _ := os.Hostname()
-	val, _ := json.Marshal(lockValue{Holder: host, PID: os.Getpid(), PIDNS: pidNamespace(), Since: time.Now().UTC(), TTL: ttl})
+	val, _ := json.Marshal(lockValue{Holder: host, PID: os.Getpid(), PIDNS: pidNamespace(), Since: clock().UTC(), TTL: ttl})
+	sent := clock()
 	rev, err := kv.Create(ctx, key, val)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		held, gerr := readLease(ctx, kv, key, ttl)
 		if errors.Is(gerr, jetstream.ErrKeyNotFound) {
 			// Released between the create and the get: try once more.
+			sent = clock()
 			rev, err = kv.Create(ctx, key, val)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s was taken by another process just now", ErrLocked, key)
 			}
-			return startLock(kv, key, ttl, rev, val, unlockHint), nil
+			return startLock(kv, key, ttl, rev, val, unlockHint, sent), nil
 		}
 		if gerr != nil {
 			return nil, fmt.Errorf("lock %q: %w", key, gerr)
 		}
-		if !held.HolderGone() && !held.Expired(time.Now()) {
-			age := time.Since(held.Renewed)
+		if !held.HolderGone() && !held.Expired() {
 			// No flag is named: migrate has a fixed TTL, dlq a --lock-ttl.
 			return nil, fmt.Errorf("%w: %s is held by %s (renewed %s ago; it expires %s after its holder stops renewing it); "+
 				"if that process is gone, run: %s",
-				ErrLocked, key, held.Describe(), age.Round(time.Millisecond), held.TTL, unlockHint)
+				ErrLocked, key, held.Describe(), max(held.Age(), 0).Round(time.Millisecond), held.TTL, unlockHint)
 		}
+		sent = clock()
 		rev, err = kv.Update(ctx, key, val, held.Revision)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s was taken over by another process just now", ErrLocked, key)
@@ -157,11 +193,13 @@ func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.D
 	} else if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", key, err)
 	}
-	return startLock(kv, key, ttl, rev, val, unlockHint), nil
+	return startLock(kv, key, ttl, rev, val, unlockHint, sent), nil
 }
 
-func startLock(kv jetstream.KeyValue, key string, ttl time.Duration, rev uint64, val []byte, unlockHint string) *Lock {
-	l := &Lock{kv: kv, key: key, ttl: ttl, unlockHint: unlockHint, rev: rev, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+// startLock starts renewing a lease taken with a request sent at sent.
+func startLock(kv jetstream.KeyValue, key string, ttl time.Duration, rev uint64, val []byte, unlockHint string, sent time.Time) *Lock {
+	l := &Lock{kv: kv, key: key, ttl: ttl, unlockHint: unlockHint, rev: rev, renewedAt: sent,
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew(val)
 	return l
 }
@@ -205,9 +243,25 @@ func Remove(ctx context.Context, js jetstream.JetStream, l Lease) error {
 	return nil
 }
 
+// giveUpDivisor sets how long a holder's renewals may fail before it
+// gives the lease up itself: TTL/giveUpDivisor. Another process can take
+// the lease over once the server has not seen a renewal for the whole TTL;
+// the holder must have stopped by then, and the other half is for the
+// work in flight to finish.
+const giveUpDivisor = 2
+
+// renew renews the lease every quarter of its TTL, and after a failed
+// renewal every tenth, until it is released. A renewal refused because the
+// lease changed (taken over, unlocked) loses it at once. A renewal that
+// succeeds, however late, proves that nobody took the lease over (it is
+// conditional on the revision); renewals failing otherwise (the server or
+// the bucket unreachable) for TTL/giveUpDivisor since the last one that
+// succeeded was sent make the holder give the lease up.
 func (l *Lock) renew(val []byte) {
 	defer close(l.done)
-	t := time.NewTicker(l.ttl / 3)
+	every, retry := l.ttl/4, max(l.ttl/10, time.Millisecond)
+	giveUp := l.ttl / giveUpDivisor
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -215,34 +269,64 @@ func (l *Lock) renew(val []byte) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
 		l.mu.Lock()
+		left := giveUp - clock().Sub(l.renewedAt)
+		// A late answer is as good as an early one: wait for it until the
+		// holder would give up anyway.
+		ctx, cancel := context.WithTimeout(context.Background(), max(left, retry))
+		sent := clock()
 		rev, err := l.kv.Update(ctx, l.key, val, l.rev)
 		if err == nil {
-			l.rev = rev
+			l.rev, l.renewedAt = rev, sent
 		}
+		failedFor := clock().Sub(l.renewedAt)
 		l.mu.Unlock()
 		cancel()
-		if err != nil && errors.Is(err, jetstream.ErrKeyExists) {
+		switch {
+		case err == nil:
+			t.Reset(every)
+		case errors.Is(err, jetstream.ErrKeyExists):
 			close(l.lost)
 			return
+		case failedFor >= giveUp:
+			l.giveUp(failedFor, err)
+			return
+		default:
+			t.Reset(min(retry, giveUp-failedFor))
 		}
 	}
 }
 
-// Lost is closed when another process took the lock over or unlocked it
-// (this one failed to renew it in time): the holder must stop.
+// giveUp ends the holder's lease itself: its renewals failed for failedFor.
+func (l *Lock) giveUp(failedFor time.Duration, last error) {
+	l.mu.Lock()
+	l.failure = fmt.Errorf("%w %s: its renewals failed for %s, over half its TTL of %s (last: %v); "+
+		"stopped before another process could take it over", ErrLost, l.key, failedFor.Round(time.Millisecond), l.ttl,
+		strings.TrimPrefix(last.Error(), "nats: "))
+	l.mu.Unlock()
+	close(l.lost)
+}
+
+// Lost is closed when the lease was lost: another process took it over
+// or unlocked it, or its renewals kept failing (see renew). The holder
+// must stop.
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
 
-// LostErr is ErrLost, with the key, once the lease was lost; nil before.
+// LostErr is ErrLost, naming the lease and why, once the lease was lost;
+// nil before.
 func (l *Lock) LostErr() error {
 	select {
 	case <-l.lost:
-		return fmt.Errorf("%w %s: another process took it over or unlocked it (it was not renewed within its TTL of %s, or %s removed it); "+
-			"stopped after the work in flight", ErrLost, l.key, l.ttl, cmp.Or(l.unlockHint, "an unlock"))
 	default:
 		return nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failure != nil {
+		return l.failure
+	}
+	return fmt.Errorf("%w %s: another process took it over or unlocked it (it was not renewed within its TTL of %s, or %s removed it); "+
+		"stopped after the work in flight", ErrLost, l.key, l.ttl, cmp.Or(l.unlockHint, "an unlock"))
 }
 
 // Release gives the lock up.
@@ -258,16 +342,30 @@ func (l *Lock) Release(ctx context.Context) {
 	_ = l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
 }
 
-// WithLease returns ctx, cancelled when the lease is lost: the work stops
-// taking new items and, as its callers report, fails with LostErr.
+// WithLease returns ctx, cancelled when the lease is lost with LostErr as
+// its cause (context.Cause): the work stops taking new items and, as its
+// callers report, fails with LostErr.
 func (l *Lock) WithLease(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
 		case <-l.Lost():
-			cancel()
+			cancel(l.LostErr())
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, cancel
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+// Explain is err, or, when err comes of the cancellation of a context
+// WithLease made (ctx or one derived from it) because the lease was lost,
+// the lease's LostErr: a failure with its reason, not an interruption.
+func Explain(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLost) {
+		return cause
+	}
+	return err
 }

@@ -244,7 +244,7 @@ func (m *mover) mirrorWay() way {
 	}
 }
 
-func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
+func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 	ti, err := m.dst.JS.Stream(ctx, m.dstName)
 	var st *state
 	switch {
@@ -327,6 +327,7 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 			return nil, err
 		}
 		defer release()
+		defer func() { err = lease.Explain(ctx, err) }()
 	}
 	if st == nil {
 		if ti, st, err = w.create(ctx, sinfo); err != nil {

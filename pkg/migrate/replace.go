@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/lease"
 )
 
 // ReplaceOptions tune Replace.
@@ -56,7 +57,7 @@ func TempName(name string) string { return name + "_JETCTL_MIGRATE" }
 // Between the two the stream's subjects are served by the temporary
 // stream and its consumers wait, paused, for the second move. Killed and
 // run again, it continues from the state kept on the streams.
-func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, opts ReplaceOptions) (*Summary, error) {
+func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, opts ReplaceOptions) (_ *Summary, err error) {
 	name, tmp := cfg.Name, TempName(cfg.Name)
 	if err := jsapi.ValidateStreamName(name); err != nil {
 		return nil, err
@@ -77,6 +78,7 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 			return nil, err
 		}
 		defer release()
+		defer func() { err = lease.Explain(ctx, err) }()
 	}
 	h := hop{lockHeld: true}
 	var first *Summary

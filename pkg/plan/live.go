@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
 
@@ -83,6 +84,7 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 		}
 		live.Streams[name] = si
 	}
+	api := consumerAPIFor(js)
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -98,7 +100,7 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			consumers, err := listConsumers(ctx, js, name, leaderWait)
+			consumers, err := listConsumers(ctx, js, api, name, leaderWait)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -117,39 +119,36 @@ func FetchLive(ctx context.Context, js jetstream.JetStream, wantConsumers func(s
 	return live, nil
 }
 
-func listConsumers(ctx context.Context, js jetstream.JetStream, stream string, leaderWait time.Duration) (map[string]*jetstream.ConsumerInfo, error) {
+func listConsumers(ctx context.Context, js jetstream.JetStream, api consumerAPI, stream string, leaderWait time.Duration) (map[string]*jetstream.ConsumerInfo, error) {
 	out := map[string]*jetstream.ConsumerInfo{}
 	label := "stream " + strconv.Quote(stream)
-	s, err := waitForLeader(ctx, leaderWait, label, func(ctx context.Context) (jetstream.Stream, error) {
-		return js.Stream(ctx, stream)
-	})
+	infos, err := api.consumerList(ctx, stream, leaderWait)
 	if errors.Is(err, errGone) {
 		return out, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	lister := s.ListConsumers(ctx)
-	for ci := range lister.Info() {
+	for _, ci := range infos {
 		out[ci.Name] = ci
 	}
-	if err := lister.Err(); err != nil {
-		return nil, fmt.Errorf("%s: listing consumers: %w", label, err)
-	}
 	// As with streams: a consumer without a leader is left out of the list.
-	names := s.ConsumerNames(ctx)
+	names, err := api.consumerNames(ctx, stream, leaderWait)
+	if errors.Is(err, errGone) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	var leftOut []string
-	for name := range names.Name() {
+	for _, name := range names {
 		if out[name] == nil {
 			leftOut = append(leftOut, name)
 		}
 	}
-	if err := names.Err(); err != nil {
-		return nil, fmt.Errorf("%s: listing consumer names: %w", label, err)
-	}
 	for _, name := range leftOut {
 		ci, err := waitForLeader(ctx, leaderWait, label+": consumer "+strconv.Quote(name), func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-			c, err := s.Consumer(ctx, name)
+			c, err := js.Consumer(ctx, stream, name)
 			if err != nil {
 				return nil, err
 			}
@@ -164,6 +163,74 @@ func listConsumers(ctx context.Context, js jetstream.JetStream, stream string, l
 		out[name] = ci
 	}
 	return out, nil
+}
+
+// consumerAPI lists a stream's consumers by the stream's name. nats.go
+// lists them only through a stream handle, and making one asks for the
+// stream's info, which the stream list has just given: rawConsumers asks
+// the API directly, so that a plan reads each stream's info once. (The
+// tests that simulate an election implement it too.)
+type consumerAPI interface {
+	// consumerList is every consumer the server lists, page by page.
+	consumerList(ctx context.Context, stream string, leaderWait time.Duration) ([]*jetstream.ConsumerInfo, error)
+	// consumerNames is every consumer's name, page by page.
+	consumerNames(ctx context.Context, stream string, leaderWait time.Duration) ([]string, error)
+}
+
+// consumerAPIFor is the consumerAPI to ask on js.
+func consumerAPIFor(js jetstream.JetStream) consumerAPI {
+	if api, ok := js.(consumerAPI); ok {
+		return api
+	}
+	return rawConsumers{jsapi.New(js)}
+}
+
+// rawConsumers makes the CONSUMER.LIST and CONSUMER.NAMES requests.
+type rawConsumers struct{ client *jsapi.Client }
+
+func (r rawConsumers) consumerList(ctx context.Context, stream string, leaderWait time.Duration) ([]*jetstream.ConsumerInfo, error) {
+	return listPages[*jetstream.ConsumerInfo](ctx, r.client, "CONSUMER.LIST."+stream, "stream "+strconv.Quote(stream)+": listing consumers", leaderWait)
+}
+
+func (r rawConsumers) consumerNames(ctx context.Context, stream string, leaderWait time.Duration) ([]string, error) {
+	return listPages[string](ctx, r.client, "CONSUMER.NAMES."+stream, "stream "+strconv.Quote(stream)+": listing consumer names", leaderWait)
+}
+
+// consumerPage is a page of CONSUMER.LIST (infos) or CONSUMER.NAMES
+// (names).
+type consumerPage[T any] struct {
+	Error     *jetstream.APIError `json:"error,omitempty"`
+	Total     int                 `json:"total"`
+	Consumers []T                 `json:"consumers"`
+}
+
+// listPages reads subject's pages until it has the total; each page is
+// waited for as an info request about a group without a leader is
+// (waitForLeader). A stream that does not exist is errGone.
+func listPages[T any](ctx context.Context, client *jsapi.Client, subject, label string, leaderWait time.Duration) ([]T, error) {
+	var out []T
+	for {
+		page, err := waitForLeader(ctx, leaderWait, label, func(ctx context.Context) (*consumerPage[T], error) {
+			var page consumerPage[T]
+			if err := client.Request(ctx, subject, map[string]int{"offset": len(out)}, &page); err != nil {
+				return nil, err
+			}
+			if page.Error != nil {
+				if page.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound {
+					return nil, jetstream.ErrStreamNotFound
+				}
+				return nil, page.Error
+			}
+			return &page, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Consumers...)
+		if len(page.Consumers) == 0 || len(out) >= page.Total {
+			return out, nil
+		}
+	}
 }
 
 // errGone is a stream or consumer deleted while it was being read.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -54,38 +55,31 @@ func (e *electingJS) Stream(ctx context.Context, name string) (jetstream.Stream,
 	if name == e.stream && e.consumer == "" && !e.answer() {
 		return nil, context.DeadlineExceeded
 	}
-	s, err := e.JetStream.Stream(ctx, name)
-	if err != nil || name != e.stream {
-		return s, err
-	}
-	return &electingStream{Stream: s, e: e}, nil
+	return e.JetStream.Stream(ctx, name)
 }
 
-type electingStream struct {
-	jetstream.Stream
-	e *electingJS
-}
-
-func (s *electingStream) ListConsumers(ctx context.Context) jetstream.ConsumerInfoLister {
-	l := &infoLister[*jetstream.ConsumerInfo]{ch: make(chan *jetstream.ConsumerInfo)}
-	inner := s.Stream.ListConsumers(ctx)
-	go func() {
-		defer close(l.ch)
-		for ci := range inner.Info() {
-			if ci.Name != s.e.consumer {
-				l.ch <- ci
-			}
+// consumerList and consumerNames make electingJS the consumerAPI that
+// FetchLive asks: the list leaves the electing consumer out.
+func (e *electingJS) consumerList(ctx context.Context, stream string, leaderWait time.Duration) ([]*jetstream.ConsumerInfo, error) {
+	all, err := consumerAPIFor(e.JetStream).consumerList(ctx, stream, leaderWait)
+	var out []*jetstream.ConsumerInfo
+	for _, ci := range all {
+		if stream != e.stream || ci.Name != e.consumer {
+			out = append(out, ci)
 		}
-		l.err = inner.Err()
-	}()
-	return l
+	}
+	return out, err
 }
 
-func (s *electingStream) Consumer(ctx context.Context, name string) (jetstream.Consumer, error) {
-	if name == s.e.consumer && !s.e.answer() {
+func (e *electingJS) consumerNames(ctx context.Context, stream string, leaderWait time.Duration) ([]string, error) {
+	return consumerAPIFor(e.JetStream).consumerNames(ctx, stream, leaderWait)
+}
+
+func (e *electingJS) Consumer(ctx context.Context, stream, name string) (jetstream.Consumer, error) {
+	if stream == e.stream && name == e.consumer && !e.answer() {
 		return nil, &jetstream.APIError{Code: 503, ErrorCode: jsErrClusterNotAvailable, Description: "JetStream system temporarily unavailable"}
 	}
-	return s.Stream.Consumer(ctx, name)
+	return e.JetStream.Consumer(ctx, stream, name)
 }
 
 type infoLister[T any] struct {
@@ -134,5 +128,61 @@ func TestFetchLiveWaitsOutElections(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "no leader answered within 300ms") || !strings.Contains(err.Error(), `stream "EVENTS"`) {
 			t.Errorf("%s electing for good: err = %v, want no leader answered within 300ms", tt.name, err)
 		}
+	}
+}
+
+// FetchLive reads each stream's info once: the stream list gives it, and
+// the consumers are listed by the stream's name (nats.go lists them only
+// through a stream handle, whose making asks for the info again). Every
+// consumer is read, past the server's page of 256.
+func TestFetchLiveReadsEachStreamInfoOnce(t *testing.T) {
+	var mu sync.Mutex
+	requests := map[string]int{}
+	js := embeddedtest.JetStream(t, jetstream.WithClientTrace(&jetstream.ClientTrace{RequestSent: func(subject string, _ []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		requests[subject]++
+	}}))
+	ctx := context.Background()
+	for _, name := range []string{"ORDERS", "JOBS"} {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const consumers = 300
+	for i := range consumers {
+		if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: fmt.Sprintf("c%03d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	clear(requests)
+	mu.Unlock()
+
+	live, err := FetchLive(ctx, js, func(string) bool { return true }, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(live.Consumers["ORDERS"]); n != consumers {
+		t.Errorf("ORDERS: %d consumers read, want %d", n, consumers)
+	}
+	if n := len(live.Consumers["JOBS"]); n != 0 {
+		t.Errorf("JOBS: %d consumers read, want 0", n)
+	}
+	if live.Streams["ORDERS"] == nil || live.Streams["JOBS"] == nil {
+		t.Fatalf("streams read: %v", live.Streams)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for subject, n := range requests {
+		if strings.HasPrefix(subject, "$JS.API.STREAM.INFO.") {
+			t.Errorf("%s asked %d times: the stream list gave its info", subject, n)
+		}
+	}
+	if requests["$JS.API.STREAM.LIST"] != 1 {
+		t.Errorf("STREAM.LIST asked %d times, want 1", requests["$JS.API.STREAM.LIST"])
+	}
+	if n := requests["$JS.API.CONSUMER.LIST.ORDERS"]; n != 2 {
+		t.Errorf("CONSUMER.LIST.ORDERS asked %d times, want 2 (two pages)", n)
 	}
 }

@@ -38,6 +38,14 @@ type Migration struct {
 	CopyTime      *time.Duration `json:"copy_time_ns"`
 	Outage        *time.Duration `json:"outage_ns"`
 	EstimateError string         `json:"estimate_error,omitempty"`
+	// KeptForGood is, for a migration to workqueue retention, how many of
+	// the messages are at or below their consumer's ack floor: the
+	// workqueue stream keeps them, as nothing acknowledges them again (see
+	// assessWorkqueueKeep); 0 otherwise. KeptForGoodExact is false when it
+	// is an upper bound: a consumer has deliveries above its ack floor
+	// (pending, or acknowledged out of order: those are delivered again).
+	KeptForGood      uint64 `json:"kept_for_good"`
+	KeptForGoodExact bool   `json:"kept_for_good_exact"`
 }
 
 // ReseatedFromKey marks a consumer that a migration re-seated with

@@ -185,6 +185,7 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 		return nil, nil, err
 	}
 	estimateMigrations(ctx, js, p, live)
+	assessWorkqueueKeep(ctx, js, p, live)
 	lim, err := FetchServerLimits(ctx, js)
 	if err != nil {
 		return nil, nil, err
