@@ -209,6 +209,18 @@ func (o *streamOptions) describeTarget(stream string) string {
 	return name + " (" + strings.Join(where, ", ") + ")"
 }
 
+// how says, for a dry run, how the copy would be made when jetctl copies
+// rather than a mirror: why, and that the timestamps do not travel.
+func how(s *pkgmigrate.Summary) string {
+	switch s.CopyReason {
+	case "no-route":
+		return " by copying with jetctl (no route between the servers, so no mirror: each copy gets the time it is stored, the original time travels in its Jetctl-Migrate-Time header)"
+	case "workqueue":
+		return " by copying with jetctl (a mirror would drain a workqueue source: each copy gets the time it is stored, the original time travels in its Jetctl-Migrate-Time header)"
+	}
+	return ""
+}
+
 func summaryLine(s *pkgmigrate.Summary, target string) string {
 	msgs := fmt.Sprintf("%s (%s, seq %d..%d)", english.Plural(int(s.Messages), "message", "messages"), humanize.IBytes(s.Bytes), s.FirstSeq, s.LastSeq)
 	var cons []string
@@ -217,7 +229,7 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 		if c.Changed != "" {
 			note = "; " + c.Changed
 		}
-		cons = append(cons, fmt.Sprintf("%s (ack floor %d, %d pending%s)", c.Name, c.AckFloor, c.Pending, note))
+		cons = append(cons, fmt.Sprintf("%s (ack floor %d, %d ack pending%s)", c.Name, c.AckFloor, c.Pending, note))
 	}
 	consumers := english.Plural(len(s.Consumers), "consumer", "consumers")
 	if len(cons) > 0 {
@@ -228,9 +240,9 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 		return fmt.Sprintf("%s was migrated to %s already (verified, digest %.12s; %s); nothing to do",
 			s.Stream, target, s.Digest, msgs)
 	case s.DryRun && s.Cutover:
-		return fmt.Sprintf("dry run: would copy %s of %s to %s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, consumers)
+		return fmt.Sprintf("dry run: would copy %s of %s to %s%s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, how(s), consumers)
 	case s.DryRun:
-		return fmt.Sprintf("dry run: would copy %s of %s to %s and verify it; nothing was changed", msgs, s.Stream, target)
+		return fmt.Sprintf("dry run: would copy %s of %s to %s%s and verify it; nothing was changed", msgs, s.Stream, target, how(s))
 	case s.Cutover && s.CopyReason == "workqueue":
 		return fmt.Sprintf("migrated %s to %s by copying (a mirror would drain a workqueue source; original times in the Jetctl-Migrate-Time header): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
 			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))

@@ -263,7 +263,7 @@ func printChecked(w io.Writer, checked []pkgplan.Step) {
 		}
 		fmt.Fprintf(w, "  %s: %s, sequences %d to %d\n", st.Resource, plural(int(sum.Messages), "message"), sum.FirstSeq, sum.LastSeq)
 		for _, c := range sum.Consumers {
-			fmt.Fprintf(w, "    consumer %q: acknowledged to %d, %d pending (delivered again)\n", c.Name, c.AckFloor, c.Pending)
+			fmt.Fprintf(w, "    consumer %q: acknowledged to %d, %d ack pending (delivered again)\n", c.Name, c.AckFloor, c.Pending)
 		}
 	}
 }

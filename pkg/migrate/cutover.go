@@ -656,7 +656,7 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	final.Metadata = userMetadata(final.Metadata)
 	if !m.hop.lockHeld {
 		// A move of its own (not a hop of a replacement) leaves its mark.
-		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Finished: time.Now().UTC()})
+		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Bytes: m.sum.Bytes, Finished: time.Now().UTC()})
 		if err != nil {
 			return nil, err
 		}

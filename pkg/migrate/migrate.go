@@ -100,13 +100,18 @@ type Summary struct {
 	// CopyReason says why jetctl copied rather than a mirror: "no-route"
 	// (the target's server cannot read the source's) or "workqueue" (a
 	// mirror would drain a workqueue source); "" for a mirror.
-	CopyReason string         `json:"copy_reason,omitempty"`
-	Messages   uint64         `json:"messages"`
-	Bytes      uint64         `json:"bytes"`
-	FirstSeq   uint64         `json:"first_seq"`
-	LastSeq    uint64         `json:"last_seq"`
-	Consumers  []ConsumerMove `json:"consumers"`
-	Verified   bool           `json:"verified"`
+	CopyReason string `json:"copy_reason,omitempty"`
+	// Messages, Bytes, FirstSeq and LastSeq are the source's, from its
+	// stream state (bytes as its server stores them, headers included),
+	// when the run looked last: the same figures for a dry run, a run
+	// that copies and the run that cuts over, whichever way the copy is
+	// made (a copy stores other headers than its source).
+	Messages  uint64         `json:"messages"`
+	Bytes     uint64         `json:"bytes"`
+	FirstSeq  uint64         `json:"first_seq"`
+	LastSeq   uint64         `json:"last_seq"`
+	Consumers []ConsumerMove `json:"consumers"`
+	Verified  bool           `json:"verified"`
 	// Digest is a SHA-256 over every message verified (sequence, subject,
 	// headers, payload, timestamp), the same on both sides.
 	Digest  string `json:"digest,omitempty"`

@@ -414,6 +414,10 @@ func (m *mover) alreadyDone(ctx context.Context, ti *jetstream.StreamInfo) (*Sum
 	m.sum.AlreadyDone, m.sum.Cutover, m.sum.Verified, m.sum.Digest = true, true, true, done.Digest
 	m.sum.Mechanism = cmp.Or(done.Mechanism, "mirror")
 	m.sum.Messages, m.sum.Bytes = ti.State.Msgs, ti.State.Bytes
+	if done.Bytes > 0 {
+		// The source's figure, as the move reported it (Summary.Bytes).
+		m.sum.Bytes = done.Bytes
+	}
 	m.sum.FirstSeq, m.sum.LastSeq = ti.State.FirstSeq, ti.State.LastSeq
 	m.sum.Elapsed = since(m.started)
 	return m.sum, true, nil
@@ -998,13 +1002,14 @@ func (m *mover) readWhileCopying(ctx context.Context, from, want, total uint64) 
 
 // finishCopy ends a move without a cutover: the target stays a verified
 // mirror, and a later run with a cutover continues from here.
+// Its figures are the source's, as a cutover's are (see Summary.Bytes).
 func (m *mover) finishCopy(ctx context.Context) (*Summary, error) {
-	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	si, err := streamInfo(ctx, m.src.JS, m.srcName)
 	if err != nil {
 		return nil, err
 	}
-	m.sum.Messages, m.sum.Bytes = ti.State.Msgs, ti.State.Bytes
-	m.sum.FirstSeq, m.sum.LastSeq = ti.State.FirstSeq, ti.State.LastSeq
+	m.sum.Messages, m.sum.Bytes = si.State.Msgs, si.State.Bytes
+	m.sum.FirstSeq, m.sum.LastSeq = si.State.FirstSeq, si.State.LastSeq
 	m.sum.Verified = true
 	m.sum.Elapsed = since(m.started)
 	return m.sum, nil
