@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/natsconn"
@@ -55,6 +56,13 @@ again from the message after its ack floor), gives the target the
 subjects (the outage ends), deletes the source and resumes the consumers.
 On any difference the source gets its subjects and consumers back, the
 target stays for inspection, and the exit code is 4.
+
+A stream with a DLQ (jetctl dlq setup) moved to another name takes it
+along at the cutover: the capture of the new name is made before it, the
+advisories not yet swept are carried to it, and the DLQ stream keeps its
+entries and becomes the new name's. A cutover to another server is
+refused while the stream has a DLQ (nothing changed); the message says
+what to run. The dry run says what happens to the DLQ.
 
 Killed at any point (kill -9 included), run the same command again: the
 move's state is kept in the target stream's metadata and it continues.
@@ -185,7 +193,22 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 		return p.Print(sum, nil)
 	}
 	fmt.Fprintln(f.IO.Out, summaryLine(sum, o.describeTarget(stream)))
+	if d := sum.DLQ; d != nil {
+		fmt.Fprintln(f.IO.Out, dlqLine(d, sum.DryRun))
+	}
 	return nil
+}
+
+// dlqLine says what a move to another name does (or would do) to the
+// stream's DLQ.
+func dlqLine(d *dlq.MovePlan, dryRun bool) string {
+	if dryRun {
+		return fmt.Sprintf("dry run: the DLQ of %s would move with it: capture %s created (subjects %s), %s kept with its entries and given %s (it becomes the DLQ of %s), %s not yet swept carried over, %s deleted",
+			d.From, d.Capture, strings.Join(d.CaptureSubjects, ", "), d.DLQ, d.DLQSubject, d.To,
+			english.Plural(int(d.Unswept), "advisory", "advisories"), d.FormerCapture)
+	}
+	return fmt.Sprintf("the DLQ of %s moved with it: %s captures the advisories of %s, %s is its DLQ (jetctl dlq sweep|ls|redrive --stream %s); %s not yet swept carried over, %d already swept left out; %s deleted",
+		d.From, d.Capture, d.To, d.DLQ, d.To, english.Plural(d.Carried, "advisory", "advisories"), d.AlreadySwept, d.FormerCapture)
 }
 
 func (o *streamOptions) describeTarget(stream string) string {

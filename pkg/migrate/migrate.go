@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/dlq"
 )
 
 // Endpoint is one side of a move.
@@ -64,8 +66,11 @@ type Config struct {
 	Progress func(Progress)
 	// AtStep, if set, is called at each step a killed run must be able to
 	// continue from: "created", "copying" (each live round of the copy and
-	// its verification), "held" (subjects off the source),
-	// "seated" (consumers on the target), "promoted", "finished" (the
+	// its verification), "dlq-prepared" (a move to another name: the new
+	// name's DLQ capture made), "held" (subjects off the source),
+	// "seated" (consumers on the target), "promoted", "dlq-carried" (the
+	// advisories not yet swept carried to the new capture, the old one
+	// not yet deleted), "finished" (the
 	// target has its final config; nothing is left to do). For tests.
 	AtStep func(step string)
 }
@@ -116,6 +121,9 @@ type Summary struct {
 	// headers, payload, timestamp), the same on both sides.
 	Digest  string `json:"digest,omitempty"`
 	Cutover bool   `json:"cutover"`
+	// DLQ is the source's DLQ when a cutover moves the stream to another
+	// name: it moves along (what a dry run would do, what a run did).
+	DLQ *dlq.MovePlan `json:"dlq,omitempty"`
 	// AlreadyDone: the move had finished before (a run killed after its
 	// last step); nothing was changed.
 	AlreadyDone bool `json:"already_done,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/logctx"
@@ -86,6 +87,10 @@ type mover struct {
 	dstHashes []msgHash
 	verified  uint64            // the prefix up to here is verified
 	notes     map[string]string // consumer: how its config had to change
+	// same: the target is on the source's server (cluster, domain).
+	same bool
+	// dlqMove is the source's DLQ, moving to the target's name (dlq.go).
+	dlqMove *dlq.MovePlan
 	// copyPrefix, for jetctl's copy between servers that can reach each
 	// other (a workqueue source), is the subject prefix the copy is
 	// published under: the target takes it off again with a subject
@@ -119,7 +124,7 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	if err != nil {
 		return nil, err
 	}
-	m.api = api
+	m.api, m.same = api, same
 	if same && m.srcName == m.dstName {
 		return nil, fmt.Errorf("%w: the target is the source (%q on the same server); give another name or another server", ErrInvalid, m.srcName)
 	}
@@ -309,6 +314,9 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 			}
 		}
 	}
+	if err := m.planDLQ(ctx); err != nil {
+		return nil, err
+	}
 	if m.cfg.DryRun {
 		if sinfo != nil {
 			cs, err := durables(ctx, m.src.JS, m.srcName)
@@ -379,6 +387,9 @@ func (m *mover) run(ctx context.Context, w way) (*Summary, error) {
 		}
 	}
 	if st.Phase == phaseCopying || st.Phase == phaseCutover {
+		if err := m.prepareDLQ(ctx); err != nil {
+			return nil, err
+		}
 		if tinfo, err = w.cutover(ctx, tinfo, st); err != nil {
 			return nil, err
 		}

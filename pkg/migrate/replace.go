@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
@@ -103,6 +104,12 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		}
 		if opts.DryRun {
 			first.Target = name
+			// The stream keeps its name, and its DLQ stays as it is: the
+			// capture names the stream, and the consumers, paused between
+			// the two moves, send no advisory under the temporary name.
+			if first.DLQ, err = dlq.PlanMove(ctx, js, name, name); err != nil {
+				return nil, err
+			}
 			return first, nil
 		}
 	}
@@ -111,6 +118,9 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		return nil, err
 	}
 	second.Stream = name
+	if second.DLQ, err = dlq.PlanMove(ctx, js, name, name); err != nil {
+		return nil, err
+	}
 	if first != nil {
 		second.Consumers = first.Consumers
 		second.WriteOutage += first.WriteOutage
