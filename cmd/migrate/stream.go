@@ -80,8 +80,8 @@ clients at the target's server.
 
 Safety: needs --yes when not run in a terminal; --dry-run checks the
 target and shows what would be copied, and changes nothing.
-Exit codes: 0 done, 2 bad input or a target that exists with other data
-(nothing changed), 3 no such stream, 4 verification found a difference,
+Exit codes: 0 done, 2 bad input, a target that exists with other data or
+a DLQ that cannot follow (nothing changed), 3 no such stream, 4 verification found a difference,
 130 interrupted (run again to continue).`,
 		Example: `  jetctl migrate stream ORDERS --as ORDERS_V2 --dry-run
   jetctl migrate stream ORDERS --as ORDERS_V2 --yes
