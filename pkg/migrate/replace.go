@@ -107,9 +107,7 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 			// The stream keeps its name, and its DLQ stays as it is: the
 			// capture names the stream, and the consumers, paused between
 			// the two moves, send no advisory under the temporary name.
-			if first.DLQ, err = dlq.PlanMove(ctx, js, name, name); err != nil {
-				return nil, err
-			}
+			first.DLQ, _ = dlq.PlanMove(ctx, js, name, name)
 			return first, nil
 		}
 	}
@@ -118,9 +116,8 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		return nil, err
 	}
 	second.Stream = name
-	if second.DLQ, err = dlq.PlanMove(ctx, js, name, name); err != nil {
-		return nil, err
-	}
+	// Described, not changed: a failure to look is no failed replacement.
+	second.DLQ, _ = dlq.PlanMove(ctx, js, name, name)
 	if first != nil {
 		second.Consumers = first.Consumers
 		second.WriteOutage += first.WriteOutage
