@@ -286,7 +286,9 @@ func FinishMove(ctx context.Context, js jetstream.JetStream, p *MovePlan, at fun
 }
 
 // carry publishes the advisories of the old capture past its sweep's ack
-// floor again, naming the new stream, to the new capture.
+// floor again, naming the new stream, to the new capture; until the old
+// capture's last sequence stays where it was (an advisory the server sent
+// just before the source was deleted may be stored after the read began).
 func carry(ctx context.Context, js jetstream.JetStream, p *MovePlan, former *jetstream.StreamInfo, fromN, toN Names) error {
 	from := former.State.FirstSeq
 	if ci, err := js.Consumer(ctx, fromN.Capture, fromN.Durable); err == nil {
@@ -294,19 +296,30 @@ func carry(ctx context.Context, js jetstream.JetStream, p *MovePlan, former *jet
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("stream %q: consumer %q: %w", fromN.Capture, fromN.Durable, err)
 	}
-	si, err := js.Stream(ctx, fromN.Capture)
-	if err != nil {
-		return fmt.Errorf("stream %q: %w", fromN.Capture, err)
-	}
-	last := si.CachedInfo().State.LastSeq
-	if si.CachedInfo().State.Msgs == 0 || from > last {
-		return nil
-	}
-	r, err := streamread.Resolve(ctx, js, streamread.Config{Stream: fromN.Capture, FromSeq: from, ToSeq: last})
-	if err != nil {
-		return fmt.Errorf("stream %q: %w", fromN.Capture, err)
-	}
 	api := jsapi.New(js)
+	for range 10 {
+		si, err := js.Stream(ctx, fromN.Capture)
+		if err != nil {
+			return fmt.Errorf("stream %q: %w", fromN.Capture, err)
+		}
+		st := si.CachedInfo().State
+		if st.Msgs == 0 || from > st.LastSeq {
+			return nil
+		}
+		if err := carryRange(ctx, js, api, p, fromN, toN, max(from, st.FirstSeq), st.LastSeq); err != nil {
+			return err
+		}
+		from = st.LastSeq + 1
+	}
+	return fmt.Errorf("stream %q: advisories keep coming; run again", fromN.Capture)
+}
+
+// carryRange carries the advisories of the old capture from..to.
+func carryRange(ctx context.Context, js jetstream.JetStream, api *jsapi.Client, p *MovePlan, fromN, toN Names, from, to uint64) error {
+	r, err := streamread.Resolve(ctx, js, streamread.Config{Stream: fromN.Capture, FromSeq: from, ToSeq: to})
+	if err != nil {
+		return fmt.Errorf("stream %q: %w", fromN.Capture, err)
+	}
 	return streamread.Read(ctx, js, r, func(m *envelope.Message) error {
 		a, err := ParseAdvisory(m.Data)
 		if err != nil || a.Stream != p.From {
