@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/natsconn"
@@ -56,6 +57,13 @@ subjects (the outage ends), deletes the source and resumes the consumers.
 On any difference the source gets its subjects and consumers back, the
 target stays for inspection, and the exit code is 4.
 
+A stream with a DLQ (jetctl dlq setup) moved to another name takes it
+along at the cutover: the capture of the new name is made before it, the
+advisories not yet swept are carried to it, and the DLQ stream keeps its
+entries and becomes the new name's. A cutover to another server is
+refused while the stream has a DLQ (nothing changed); the message says
+what to run. The dry run says what happens to the DLQ.
+
 Killed at any point (kill -9 included), run the same command again: the
 move's state is kept in the target stream's metadata and it continues.
 A second migration of the same stream is refused while one runs.
@@ -72,8 +80,8 @@ clients at the target's server.
 
 Safety: needs --yes when not run in a terminal; --dry-run checks the
 target and shows what would be copied, and changes nothing.
-Exit codes: 0 done, 2 bad input or a target that exists with other data
-(nothing changed), 3 no such stream, 4 verification found a difference,
+Exit codes: 0 done, 2 bad input, a target that exists with other data or
+a DLQ that cannot follow (nothing changed), 3 no such stream, 4 verification found a difference,
 130 interrupted (run again to continue).`,
 		Example: `  jetctl migrate stream ORDERS --as ORDERS_V2 --dry-run
   jetctl migrate stream ORDERS --as ORDERS_V2 --yes
@@ -185,7 +193,22 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 		return p.Print(sum, nil)
 	}
 	fmt.Fprintln(f.IO.Out, summaryLine(sum, o.describeTarget(stream)))
+	if d := sum.DLQ; d != nil {
+		fmt.Fprintln(f.IO.Out, dlqLine(d, sum.DryRun))
+	}
 	return nil
+}
+
+// dlqLine says what a move to another name does (or would do) to the
+// stream's DLQ.
+func dlqLine(d *dlq.MovePlan, dryRun bool) string {
+	if dryRun {
+		return fmt.Sprintf("dry run: the DLQ of %s would move with it: capture %s created (subjects %s), %s kept with its entries and given %s (it becomes the DLQ of %s), %s not yet swept carried over, %s deleted",
+			d.From, d.Capture, strings.Join(d.CaptureSubjects, ", "), d.DLQ, d.DLQSubject, d.To,
+			english.Plural(int(d.Unswept), "advisory", "advisories"), d.FormerCapture)
+	}
+	return fmt.Sprintf("the DLQ of %s moved with it: %s captures the advisories of %s, %s is its DLQ (jetctl dlq sweep|ls|redrive --stream %s); %s not yet swept carried over, %d already swept left out; %s deleted",
+		d.From, d.Capture, d.To, d.DLQ, d.To, english.Plural(d.Carried, "advisory", "advisories"), d.AlreadySwept, d.FormerCapture)
 }
 
 func (o *streamOptions) describeTarget(stream string) string {
@@ -209,6 +232,18 @@ func (o *streamOptions) describeTarget(stream string) string {
 	return name + " (" + strings.Join(where, ", ") + ")"
 }
 
+// how says, for a dry run, how the copy would be made when jetctl copies
+// rather than a mirror: why, and that the timestamps do not travel.
+func how(s *pkgmigrate.Summary) string {
+	switch s.CopyReason {
+	case "no-route":
+		return " by copying with jetctl (no route between the servers, so no mirror: each copy gets the time it is stored, the original time travels in its Jetctl-Migrate-Time header)"
+	case "workqueue":
+		return " by copying with jetctl (a mirror would drain a workqueue source: each copy gets the time it is stored, the original time travels in its Jetctl-Migrate-Time header)"
+	}
+	return ""
+}
+
 func summaryLine(s *pkgmigrate.Summary, target string) string {
 	msgs := fmt.Sprintf("%s (%s, seq %d..%d)", english.Plural(int(s.Messages), "message", "messages"), humanize.IBytes(s.Bytes), s.FirstSeq, s.LastSeq)
 	var cons []string
@@ -217,7 +252,7 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 		if c.Changed != "" {
 			note = "; " + c.Changed
 		}
-		cons = append(cons, fmt.Sprintf("%s (ack floor %d, %d pending%s)", c.Name, c.AckFloor, c.Pending, note))
+		cons = append(cons, fmt.Sprintf("%s (ack floor %d, %d ack pending%s)", c.Name, c.AckFloor, c.Pending, note))
 	}
 	consumers := english.Plural(len(s.Consumers), "consumer", "consumers")
 	if len(cons) > 0 {
@@ -228,9 +263,9 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 		return fmt.Sprintf("%s was migrated to %s already (verified, digest %.12s; %s); nothing to do",
 			s.Stream, target, s.Digest, msgs)
 	case s.DryRun && s.Cutover:
-		return fmt.Sprintf("dry run: would copy %s of %s to %s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, consumers)
+		return fmt.Sprintf("dry run: would copy %s of %s to %s%s, verify it, then move the subjects and re-seat %s; nothing was changed", msgs, s.Stream, target, how(s), consumers)
 	case s.DryRun:
-		return fmt.Sprintf("dry run: would copy %s of %s to %s and verify it; nothing was changed", msgs, s.Stream, target)
+		return fmt.Sprintf("dry run: would copy %s of %s to %s%s and verify it; nothing was changed", msgs, s.Stream, target, how(s))
 	case s.Cutover && s.CopyReason == "workqueue":
 		return fmt.Sprintf("migrated %s to %s by copying (a mirror would drain a workqueue source; original times in the Jetctl-Migrate-Time header): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
 			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))

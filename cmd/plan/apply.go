@@ -264,9 +264,20 @@ func printChecked(w io.Writer, checked []pkgplan.Step) {
 		}
 		fmt.Fprintf(w, "  %s: %s, sequences %d to %d\n", st.Resource, plural(int(sum.Messages), "message"), sum.FirstSeq, sum.LastSeq)
 		for _, c := range sum.Consumers {
-			fmt.Fprintf(w, "    consumer %q: acknowledged to %d, %d pending (delivered again)\n", c.Name, c.AckFloor, c.Pending)
+			fmt.Fprintf(w, "    consumer %q: acknowledged to %d, %d ack pending (delivered again)\n", c.Name, c.AckFloor, c.Pending)
+		}
+		if d := sum.DLQ; d != nil {
+			fmt.Fprintf(w, "    its DLQ stays as it is (the stream keeps its name): %s captures its advisories, %s holds its dead letters; %s not yet swept, swept after as before\n",
+				d.Capture, d.DLQ, advisories(d.Unswept))
 		}
 	}
+}
+
+func advisories(n uint64) string {
+	if n == 1 {
+		return "1 advisory"
+	}
+	return fmt.Sprintf("%d advisories", n)
 }
 
 // migrationProgress shows a bar on stderr, when it is a terminal, while a

@@ -19,14 +19,17 @@ package migrate
 //     equal because each gap of the source is published as a filler (an
 //     empty message with Jetctl-Migrate-Filler on the placeholder subject)
 //     and the fillers are purged (one purge by subject) after each round.
-//   - Headers the server acts on are renamed Jetctl-Orig-<Name> (one more
+//   - The source's Nats-Expected-* headers (a publish's expectations,
+//     checked when the source stored it) are dropped, as a mirror drops
+//     them; the verification leaves them out on both sides (hashMsg).
+//   - Other headers the server acts on are renamed Jetctl-Orig-<Name> (one more
 //     Jetctl-Orig- when the message has that name already), listed in
 //     Jetctl-Migrate-Renamed; the original time is kept in
 //     Jetctl-Migrate-Time. The verification maps the headers back and
 //     leaves the time out (copyHash).
-//   - The server stores the Nats-Expected-* headers of the copy's publish:
-//     the copy's hash ignores them (any the source message had are
-//     renamed, so these are jetctl's).
+//   - The server stores the Nats-Expected-* headers of the copy's publish
+//     (TestFactMirrorDropsExpectedHeaders: an origin keeps them): the
+//     hash ignores them.
 //   - While copying, the target has no limits (max_msgs, max_bytes,
 //     max_age, max_msgs_per_subject, max_msg_size), no subject transform,
 //     no republish, limits retention for an interest target and acks on:
@@ -525,6 +528,12 @@ func encodeHeader(h nats.Header, t time.Time) nats.Header {
 	var server []string
 	depth := -1
 	for k, vs := range h {
+		if isExpectation(k) {
+			// A publish's expectation, checked when the source stored it:
+			// meaningless in the copy, and harmful to anyone publishing
+			// the copy again. A mirror drops them too.
+			continue
+		}
 		if envelope.IsServerHeader(k) {
 			server = append(server, k)
 			continue
@@ -552,6 +561,11 @@ func encodeHeader(h nats.Header, t time.Time) nats.Header {
 	out[pre+HeaderTime] = []string{t.UTC().Format(time.RFC3339Nano)}
 	return out
 }
+
+// isExpectation says whether header name is a publish's expectation
+// (Nats-Expected-*): the server checks it when it stores the message and
+// keeps it; a mirror drops it, and so do jetctl's copy and verification.
+func isExpectation(name string) bool { return strings.HasPrefix(name, "Nats-Expected-") }
 
 // ownDepth is n when name is n times envelope.OrigPrefix before one of
 // jetctl's copy headers, -1 otherwise.
@@ -583,8 +597,8 @@ func DecodeHeader(h nats.Header) nats.Header {
 	pre := strings.Repeat(envelope.OrigPrefix, depth)
 	out := maps.Clone(h)
 	for k := range h {
-		if strings.HasPrefix(k, "Nats-Expected-") {
-			delete(out, k) // the copy's publish's: the source's were renamed
+		if isExpectation(k) {
+			delete(out, k) // the copy's publish's: the source's were dropped
 		}
 	}
 	delete(out, pre+HeaderTime)

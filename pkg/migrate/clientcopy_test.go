@@ -50,6 +50,11 @@ func storedMsgs(t *testing.T, js jetstream.JetStream, name string, copied bool) 
 		if copied {
 			h = migrate.DecodeHeader(h)
 		}
+		for k := range h {
+			if strings.HasPrefix(k, "Nats-Expected-") {
+				delete(h, k) // a publish's expectations: no copy keeps them
+			}
+		}
 		if len(h) == 0 {
 			h = nil
 		}
@@ -634,5 +639,108 @@ func TestClientCopyRestoresLimitsAndMarkers(t *testing.T) {
 	if !c.AllowMsgTTL || c.SubjectDeleteMarkerTTL != time.Minute || c.MaxAge != time.Hour || c.MaxMsgs != 100 || c.MaxMsgsPerSubject != 10 ||
 		c.MaxBytes != 1<<20 || c.MaxMsgSize != 1024 || c.Discard != jetstream.DiscardNew || fmt.Sprint(c.Subjects) != "[orders.>]" {
 		t.Fatalf("config %+v", c)
+	}
+}
+
+// A publish's expectations (Nats-Expected-*) are checked when the source
+// stores the message: jetctl's copy drops them, as a mirror does, under no
+// name (not renamed Jetctl-Orig-Nats-Expected-*), and the verification
+// leaves them out on both sides.
+func TestClientCopyDropsExpectations(t *testing.T) {
+	sjs := embeddedtest.JetStream(t)
+	djs := embeddedtest.JetStream(t)
+	if _, err := sjs.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sjs.PublishMsg(ctx(t), &nats.Msg{Subject: "orders.a", Data: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sjs.PublishMsg(ctx(t), &nats.Msg{Subject: "orders.a", Data: []byte("2"), Header: nats.Header{"Trace": []string{"t"}}}, jetstream.WithExpectLastSequencePerSubject(1)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sjs.Stream(ctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.GetMsg(ctx(t), 2); err != nil || m.Header.Get("Nats-Expected-Last-Subject-Sequence") != "1" {
+		t.Fatalf("the source stores the expectation: %v %v", m, err)
+	}
+	sum, err := migrate.Stream(ctx(t), migrate.Endpoint{JS: sjs}, migrate.Endpoint{JS: djs}, migrate.Config{Stream: "ORDERS", Cutover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Mechanism != "copy" || !sum.Verified {
+		t.Fatalf("move: %+v", sum)
+	}
+	d, err := djs.Stream(ctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.GetMsg(ctx(t), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range m.Header {
+		if strings.Contains(k, "Expected-Last-Subject-Sequence") {
+			t.Errorf("the copy keeps %s: %v", k, m.Header)
+		}
+	}
+	if m.Header.Get("Trace") != "t" || m.Header.Get(migrate.HeaderRenamed) != "" {
+		t.Errorf("copy's headers: %v", m.Header)
+	}
+}
+
+// The summary's bytes are one figure: what the source stores (its stream
+// state's bytes), the same for the run that copies and the run that cuts
+// over, although jetctl's copy stores more (its headers).
+func TestSummaryBytesAreTheSources(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := js.Publish(ctx(t), fmt.Sprintf("jobs.%d", i%3), []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := js.Stream(ctx(t), "JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := s.Info(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := migrate.Endpoint{JS: js}
+	dry, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "JOBS", Target: "JOBS2", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "JOBS", Target: "JOBS2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "JOBS", Target: "JOBS2", Cutover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := migrate.Stream(ctx(t), ep, ep, migrate.Config{Stream: "JOBS", Target: "JOBS2", Cutover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied.Mechanism != "copy" || !again.AlreadyDone {
+		t.Fatalf("copy %+v, again %+v", copied, again)
+	}
+	for what, sum := range map[string]*migrate.Summary{"dry run": dry, "copy": copied, "cutover": moved, "rerun": again} {
+		if sum.Bytes != si.State.Bytes || sum.Messages != si.State.Msgs {
+			t.Errorf("%s: %d messages, %d bytes; the source stores %d, %d bytes", what, sum.Messages, sum.Bytes, si.State.Msgs, si.State.Bytes)
+		}
+	}
+	t2, err := js.Stream(ctx(t), "JOBS2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti, err := t2.Info(ctx(t)); err != nil || ti.State.Bytes == si.State.Bytes {
+		t.Fatalf("the copy stores as many bytes as the source (%v): the test shows nothing", err)
 	}
 }

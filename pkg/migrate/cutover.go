@@ -633,6 +633,11 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	if err := m.src.JS.DeleteStream(ctx, m.srcName); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("deleting %q: %w", m.srcName, err)
 	}
+	// No advisory of either name is sent now: the source is gone and the
+	// consumers on the target are paused.
+	if err := m.finishDLQ(ctx); err != nil {
+		return nil, err
+	}
 	for _, c := range st.Consumers {
 		m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Config.Name, AckFloor: c.AckFloor, Pending: c.Pending, Changed: m.notes[c.Config.Name]})
 		if m.hop.hold {
@@ -656,7 +661,7 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	final.Metadata = userMetadata(final.Metadata)
 	if !m.hop.lockHeld {
 		// A move of its own (not a hop of a replacement) leaves its mark.
-		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Finished: time.Now().UTC()})
+		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Bytes: m.sum.Bytes, Finished: time.Now().UTC()})
 		if err != nil {
 			return nil, err
 		}

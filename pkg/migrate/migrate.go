@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/dlq"
 )
 
 // Endpoint is one side of a move.
@@ -64,8 +66,11 @@ type Config struct {
 	Progress func(Progress)
 	// AtStep, if set, is called at each step a killed run must be able to
 	// continue from: "created", "copying" (each live round of the copy and
-	// its verification), "held" (subjects off the source),
-	// "seated" (consumers on the target), "promoted", "finished" (the
+	// its verification), "dlq-prepared" (a move to another name: the new
+	// name's DLQ capture made), "held" (subjects off the source),
+	// "seated" (consumers on the target), "promoted", "dlq-carried" (the
+	// advisories not yet swept carried to the new capture, the old one
+	// not yet deleted), "finished" (the
 	// target has its final config; nothing is left to do). For tests.
 	AtStep func(step string)
 }
@@ -100,17 +105,25 @@ type Summary struct {
 	// CopyReason says why jetctl copied rather than a mirror: "no-route"
 	// (the target's server cannot read the source's) or "workqueue" (a
 	// mirror would drain a workqueue source); "" for a mirror.
-	CopyReason string         `json:"copy_reason,omitempty"`
-	Messages   uint64         `json:"messages"`
-	Bytes      uint64         `json:"bytes"`
-	FirstSeq   uint64         `json:"first_seq"`
-	LastSeq    uint64         `json:"last_seq"`
-	Consumers  []ConsumerMove `json:"consumers"`
-	Verified   bool           `json:"verified"`
+	CopyReason string `json:"copy_reason,omitempty"`
+	// Messages, Bytes, FirstSeq and LastSeq are the source's, from its
+	// stream state (bytes as its server stores them, headers included),
+	// when the run looked last: the same figures for a dry run, a run
+	// that copies and the run that cuts over, whichever way the copy is
+	// made (a copy stores other headers than its source).
+	Messages  uint64         `json:"messages"`
+	Bytes     uint64         `json:"bytes"`
+	FirstSeq  uint64         `json:"first_seq"`
+	LastSeq   uint64         `json:"last_seq"`
+	Consumers []ConsumerMove `json:"consumers"`
+	Verified  bool           `json:"verified"`
 	// Digest is a SHA-256 over every message verified (sequence, subject,
 	// headers, payload, timestamp), the same on both sides.
 	Digest  string `json:"digest,omitempty"`
 	Cutover bool   `json:"cutover"`
+	// DLQ is the source's DLQ when a cutover moves the stream to another
+	// name: it moves along (what a dry run would do, what a run did).
+	DLQ *dlq.MovePlan `json:"dlq,omitempty"`
 	// AlreadyDone: the move had finished before (a run killed after its
 	// last step); nothing was changed.
 	AlreadyDone bool `json:"already_done,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/logctx"
@@ -86,6 +87,10 @@ type mover struct {
 	dstHashes []msgHash
 	verified  uint64            // the prefix up to here is verified
 	notes     map[string]string // consumer: how its config had to change
+	// same: the target is on the source's server (cluster, domain).
+	same bool
+	// dlqMove is the source's DLQ, moving to the target's name (dlq.go).
+	dlqMove *dlq.MovePlan
 	// copyPrefix, for jetctl's copy between servers that can reach each
 	// other (a workqueue source), is the subject prefix the copy is
 	// published under: the target takes it off again with a subject
@@ -119,7 +124,7 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	if err != nil {
 		return nil, err
 	}
-	m.api = api
+	m.api, m.same = api, same
 	if same && m.srcName == m.dstName {
 		return nil, fmt.Errorf("%w: the target is the source (%q on the same server); give another name or another server", ErrInvalid, m.srcName)
 	}
@@ -309,6 +314,9 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 			}
 		}
 	}
+	if err := m.planDLQ(ctx); err != nil {
+		return nil, err
+	}
 	if m.cfg.DryRun {
 		if sinfo != nil {
 			cs, err := durables(ctx, m.src.JS, m.srcName)
@@ -380,6 +388,9 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 		}
 	}
 	if st.Phase == phaseCopying || st.Phase == phaseCutover {
+		if err := m.prepareDLQ(ctx); err != nil {
+			return nil, err
+		}
 		if tinfo, err = w.cutover(ctx, tinfo, st); err != nil {
 			return nil, err
 		}
@@ -415,6 +426,10 @@ func (m *mover) alreadyDone(ctx context.Context, ti *jetstream.StreamInfo) (*Sum
 	m.sum.AlreadyDone, m.sum.Cutover, m.sum.Verified, m.sum.Digest = true, true, true, done.Digest
 	m.sum.Mechanism = cmp.Or(done.Mechanism, "mirror")
 	m.sum.Messages, m.sum.Bytes = ti.State.Msgs, ti.State.Bytes
+	if done.Bytes > 0 {
+		// The source's figure, as the move reported it (Summary.Bytes).
+		m.sum.Bytes = done.Bytes
+	}
 	m.sum.FirstSeq, m.sum.LastSeq = ti.State.FirstSeq, ti.State.LastSeq
 	m.sum.Elapsed = since(m.started)
 	return m.sum, true, nil
@@ -999,13 +1014,14 @@ func (m *mover) readWhileCopying(ctx context.Context, from, want, total uint64) 
 
 // finishCopy ends a move without a cutover: the target stays a verified
 // mirror, and a later run with a cutover continues from here.
+// Its figures are the source's, as a cutover's are (see Summary.Bytes).
 func (m *mover) finishCopy(ctx context.Context) (*Summary, error) {
-	ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
+	si, err := streamInfo(ctx, m.src.JS, m.srcName)
 	if err != nil {
 		return nil, err
 	}
-	m.sum.Messages, m.sum.Bytes = ti.State.Msgs, ti.State.Bytes
-	m.sum.FirstSeq, m.sum.LastSeq = ti.State.FirstSeq, ti.State.LastSeq
+	m.sum.Messages, m.sum.Bytes = si.State.Msgs, si.State.Bytes
+	m.sum.FirstSeq, m.sum.LastSeq = si.State.FirstSeq, si.State.LastSeq
 	m.sum.Verified = true
 	m.sum.Elapsed = since(m.started)
 	return m.sum, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
 )
@@ -105,6 +106,10 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		}
 		if opts.DryRun {
 			first.Target = name
+			// The stream keeps its name, and its DLQ stays as it is: the
+			// capture names the stream, and the consumers, paused between
+			// the two moves, send no advisory under the temporary name.
+			first.DLQ, _ = dlq.PlanMove(ctx, js, name, name)
 			return first, nil
 		}
 	}
@@ -113,6 +118,8 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		return nil, err
 	}
 	second.Stream = name
+	// Described, not changed: a failure to look is no failed replacement.
+	second.DLQ, _ = dlq.PlanMove(ctx, js, name, name)
 	if first != nil {
 		second.Consumers = first.Consumers
 		second.WriteOutage += first.WriteOutage

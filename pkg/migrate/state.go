@@ -147,10 +147,12 @@ const doneKey = "io.jetctl.moved_from"
 
 // doneMark is doneKey's value.
 type doneMark struct {
-	Source    string    `json:"source"`
-	Mechanism string    `json:"mechanism,omitempty"`
-	Digest    string    `json:"digest,omitempty"`
-	Finished  time.Time `json:"finished"`
+	Source    string `json:"source"`
+	Mechanism string `json:"mechanism,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+	// Bytes is the source's, as the move's summary said (Summary.Bytes).
+	Bytes    uint64    `json:"bytes,omitempty"`
+	Finished time.Time `json:"finished"`
 }
 
 // sourceSnapshot is what the source held when the copy began: its first

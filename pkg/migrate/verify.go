@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -26,9 +25,10 @@ type msgHash struct {
 	Hash uint64
 }
 
-// hashMsg hashes m; withTime includes its timestamp and leaves out the
-// Nats-Expected-* headers, as a mirror copies a message: it keeps the
-// time and drops those (TestFactMirrorDropsExpectedHeaders).
+// hashMsg hashes m without its Nats-Expected-* headers, which neither a
+// mirror (TestFactMirrorDropsExpectedHeaders) nor jetctl's copy keeps;
+// withTime includes its timestamp (a mirror keeps it, jetctl's copy
+// cannot).
 func hashMsg(m *envelope.Message, withTime bool) uint64 {
 	d := xxhash.New()
 	var n [8]byte
@@ -40,7 +40,7 @@ func hashMsg(m *envelope.Message, withTime bool) uint64 {
 	put([]byte(m.Subject))
 	keys := make([]string, 0, len(m.Header))
 	for k := range m.Header {
-		if withTime && strings.HasPrefix(k, "Nats-Expected-") {
+		if isExpectation(k) {
 			continue
 		}
 		keys = append(keys, k)
