@@ -108,7 +108,7 @@ func setupNotes(f *factory.Factory, o *setupOptions, res *pkgdlq.SetupResult) {
 	w := f.IO.ErrOut
 	if len(res.NewlyCaptured) > 0 {
 		who := consumerNames(res.NewlyCaptured)
-		if res.Retention == jetstream.LimitsPolicy.String() {
+		if res.Retention == pkgdlq.RetentionName(jetstream.LimitsPolicy) {
 			fmt.Fprintf(w, "jetctl: advisories of %s sent before now were never captured. %s has limits retention: a message that died earlier "+
 				"cannot be told apart from one that was processed, and no sweep can find it (--scan works on workqueue and interest streams only). "+
 				"If you know when the failures happened, keep a copy of that window: jetctl replay %s --from-time T1 --to-time T2 --to-file dead.jsonl\n",
