@@ -80,3 +80,121 @@ func TestFactPurgeMovesAckFloorPastDeadMessages(t *testing.T) {
 		t.Errorf("after purging below 4: ack floor %d with %d messages left, want 10 with 7 (the server changed: see docs/dlq.md)", ci.AckFloor.Stream, si.State.Msgs)
 	}
 }
+
+// The retry subject a redrive uses (retry.go) rests on three things the
+// server does: a stream takes a new subject in place; a durable's
+// filter_subjects take one more subject in place, keeping its ack floor
+// and what it delivered (nothing is delivered again); and a message on
+// that subject goes to that consumer alone, while an interest stream
+// keeps it until that consumer acknowledges it.
+func TestFactRetrySubjectReachesOneConsumer(t *testing.T) {
+	for _, retention := range []jetstream.RetentionPolicy{jetstream.LimitsPolicy, jetstream.InterestPolicy} {
+		t.Run(retention.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			js := embeddedtest.JetStream(t)
+			st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Retention: retention})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cons []jetstream.Consumer
+			for _, name := range []string{"mailer", "billing"} {
+				c, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "orders.>"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cons = append(cons, c)
+			}
+			for range 5 {
+				if _, err := js.Publish(ctx, "orders.created", []byte("order")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range cons {
+				if n := fetchAck(t, c, 5); n != 5 {
+					t.Fatalf("fetched %d, want 5", n)
+				}
+			}
+
+			retry := "_jetctl.retry.ORDERS.mailer.>"
+			sc := st.CachedInfo().Config
+			sc.Subjects = append(sc.Subjects, retry)
+			if _, err := js.UpdateStream(ctx, sc); err != nil {
+				t.Fatal(err)
+			}
+			cc := cons[0].CachedInfo().Config
+			cc.FilterSubject, cc.FilterSubjects = "", []string{"orders.>", retry}
+			mailer, err := js.UpdateConsumer(ctx, "ORDERS", cc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ci, err := mailer.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ci.AckFloor.Stream != 5 || ci.Delivered.Stream != 5 || ci.NumPending != 0 || ci.NumAckPending != 0 {
+				t.Fatalf("after the filter update: ack floor %d, delivered %d, %d pending, %d ack pending; want 5, 5, 0, 0",
+					ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumPending, ci.NumAckPending)
+			}
+
+			if _, err := js.Publish(ctx, "_jetctl.retry.ORDERS.mailer.orders.created", []byte("order")); err != nil {
+				t.Fatal(err)
+			}
+			bi, err := cons[1].Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bi.NumPending != 0 {
+				t.Fatalf("billing has %d pending, want 0", bi.NumPending)
+			}
+			if retention == jetstream.InterestPolicy {
+				if si, _ := st.Info(ctx); si.State.Msgs != 1 {
+					t.Fatalf("interest stream holds %d messages before mailer's ack, want 1", si.State.Msgs)
+				}
+			}
+			if n := fetchAck(t, mailer, 1); n != 1 {
+				t.Fatalf("mailer fetched %d, want 1", n)
+			}
+			if retention == jetstream.InterestPolicy {
+				waitMsgs(t, st, 0)
+			}
+			b, err := cons[1].FetchNoWait(10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for m := range b.Messages() {
+				t.Fatalf("billing received %s", m.Subject())
+			}
+		})
+	}
+}
+
+// fetchAck fetches up to n messages, acknowledges each (waiting for the
+// server's answer) and returns how many came.
+func fetchAck(t *testing.T, c jetstream.Consumer, n int) int {
+	t.Helper()
+	b, err := c.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range b.Messages() {
+		if err := m.DoubleAck(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	return got
+}
+
+func waitMsgs(t *testing.T, st jetstream.Stream, want uint64) {
+	t.Helper()
+	var si *jetstream.StreamInfo
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if si, err = st.Info(context.Background()); err == nil && si.State.Msgs == want {
+			return
+		}
+	}
+	t.Fatalf("stream holds %v messages, want %d", si, want)
+}
