@@ -5,6 +5,7 @@ package dlq_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -197,4 +198,102 @@ func waitMsgs(t *testing.T, st jetstream.Stream, want uint64) {
 		}
 	}
 	t.Fatalf("stream holds %v messages, want %d", si, want)
+}
+
+// dlq take (take.go) terminates one message for one consumer with a
+// +TERM on that consumer's ack subject for the message's stream sequence,
+// $JS.ACK.<stream>.<consumer>.<deliveries>.<stream seq>.<consumer seq>.
+// <time>.<pending>, without receiving the delivery. The server keys an
+// explicit ack on the stream sequence alone (the consumer sequence comes
+// from its own pending record), so while the message is pending for that
+// consumer it stops redelivering it and moves the ack floor past it; the
+// other consumers of a limits stream are not touched and still receive
+// it. For a sequence that is not pending (here: acknowledged), the +TERM
+// changes nothing.
+func TestFactTermOnAckSubjectTakesOneMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "other", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish(ctx, "orders.created", []byte("order")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The worker takes seq 1 (the poison message) and holds it; it acks 2.
+	b, err := worker.Fetch(2, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []jetstream.Msg
+	for m := range b.Messages() {
+		held = append(held, m)
+	}
+	if len(held) != 2 {
+		t.Fatalf("fetched %d, want 2", len(held))
+	}
+	if err := held[1].DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	term := func(seq uint64) {
+		t.Helper()
+		if _, err := js.Conn().Request(fmt.Sprintf("$JS.ACK.ORDERS.worker.0.%d.0.0.0", seq), []byte("+TERM taken"), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not pending (acknowledged): nothing changes.
+	term(2)
+	ci, err := worker.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.AckFloor.Stream != 0 || ci.NumAckPending != 1 {
+		t.Fatalf("after a +TERM of an acknowledged message: ack floor %d, %d ack pending; want 0 and 1", ci.AckFloor.Stream, ci.NumAckPending)
+	}
+	// Pending: terminated for the worker, the ack floor moves past it.
+	term(1)
+	if ci, err = worker.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ci.AckFloor.Stream != 2 || ci.NumAckPending != 0 || ci.NumRedelivered != 0 {
+		t.Fatalf("after the +TERM: ack floor %d, %d ack pending, %d redelivered; want 2, 0, 0", ci.AckFloor.Stream, ci.NumAckPending, ci.NumRedelivered)
+	}
+	// The worker's next message is 3, not 1 again.
+	b, err = worker.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range b.Messages() {
+		meta, _ := m.Metadata()
+		if meta.Sequence.Stream != 3 {
+			t.Fatalf("worker got seq %d next, want 3", meta.Sequence.Stream)
+		}
+	}
+	// The other consumer still receives all three, the first one too.
+	b, err = other.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for m := range b.Messages() {
+		meta, _ := m.Metadata()
+		seqs = append(seqs, meta.Sequence.Stream)
+	}
+	if fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Fatalf("other consumer got %v, want [1 2 3]", seqs)
+	}
+	if si, _ := st.Info(ctx); si.State.Msgs != 3 {
+		t.Fatalf("the limits stream holds %d messages, want 3", si.State.Msgs)
+	}
 }
