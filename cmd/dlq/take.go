@@ -76,6 +76,11 @@ func runTake(ctx context.Context, f *factory.Factory, o *takeOptions) error {
 	if o.seq == 0 {
 		return exitcode.UsageErrorf("--seq is required (a stream sequence, 1 or more)")
 	}
+	if f.Conn.JSDomain != "" || f.Conn.JSAPIPrefix != "" {
+		// The +TERM goes to the consumer's ack subject, which neither a
+		// domain nor an API prefix maps.
+		return exitcode.UsageErrorf("take terminates the message on the consumer's ack subject ($JS.ACK.%s.%s...), which --js-domain and --js-api-prefix do not route: connect to the stream's own domain and account", o.stream, o.consumer)
+	}
 	p, err := f.Printer("table")
 	if err != nil {
 		return err

@@ -248,6 +248,12 @@ func newRouter(ctx context.Context, js jetstream.JetStream, source string, allCo
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: %w", source, err)
 	}
+	if st.CachedInfo().Config.Retention == jetstream.WorkQueuePolicy {
+		// The server gives each subject to one consumer: the original
+		// subject reaches the one that gave up on it alone, and the
+		// selection need not be read twice.
+		return r, nil
+	}
 	r.subjects = st.CachedInfo().Config.Subjects
 	l := st.ListConsumers(ctx)
 	for ci := range l.Info() {
