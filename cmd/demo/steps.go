@@ -63,8 +63,8 @@ func Steps() []Step {
 			Args:  []string{"kv", "tail", "config", "deploy.status", "--filter", `.value.state == "ready"`, "--count", "1", "--wait", "10s"},
 		},
 		{
-			Title: "Capture billing's dead-letter advisories and create the DLQ stream",
-			Args:  []string{"dlq", "setup", "--stream", "ORDERS", "--consumer", "billing"},
+			Title: "Capture billing's dead-letter advisories, create the DLQ stream, and give billing a retry subject of its own (a redrive must not reach shipping)",
+			Args:  []string{"dlq", "setup", "--stream", "ORDERS", "--consumer", "billing", "--retry-subject"},
 		},
 		{
 			Title: "The billing worker has a bug: it fails every paid order over 150 EUR until MaxDeliver (5) gives up",
@@ -79,7 +79,7 @@ func Steps() []Step {
 			Args:  []string{"dlq", "ls", "--stream", "ORDERS", "--list"},
 		},
 		{
-			Title: "After the fix is deployed, redrive them to orders.paid at a gentle rate",
+			Title: "After the fix is deployed, redrive them to billing alone (its retry subject) at a gentle rate",
 			Args:  []string{"dlq", "redrive", "--stream", "ORDERS", "--rate", "100/s", "--yes"},
 		},
 		{

@@ -33,10 +33,11 @@ leaves the message where it is. jetctl dlq closes the loop:
   ls/show  inspect the DLQ
   redrive  send messages back to their original subject, at a rate
   purge    delete DLQ messages
+  take     take one held message out of one consumer's way, into the DLQ
   unlock   remove the lease a dead sweep or redrive left on another host
 
 Commands that move or delete messages (sweep --delete-source, redrive,
-purge) need --yes when not run in a terminal, and all have --dry-run.
+purge, take) need --yes when not run in a terminal, and all have --dry-run.
 See docs/dlq.md for the headers and the guarantees.`,
 		Example: `  jetctl dlq setup --stream ORDERS --consumer billing
   jetctl dlq sweep --stream ORDERS
@@ -45,7 +46,7 @@ See docs/dlq.md for the headers and the guarantees.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f), newCmdUnlock(f))
+	cmd.AddCommand(newCmdSetup(f), newCmdSweep(f), newCmdLs(f), newCmdShow(f), newCmdRedrive(f), newCmdPurge(f), newCmdTake(f), newCmdUnlock(f))
 	return cmd
 }
 

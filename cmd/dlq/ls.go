@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/factory"
@@ -32,8 +33,14 @@ func newCmdLs(f *factory.Factory) *cobra.Command {
 table, with a total on stderr; nothing to count prints the total line only),
 or list them with --list: DLQ sequence, source stream and sequence,
 original subject, consumer, reason (max_deliver or terminated), deliveries,
-when it was swept and its size. -o json, jsonl or yaml print the entries
-(--summary: the counts). Without --stream, every DLQ stream jetctl created.
+when it was swept and its payload's size. -o json, jsonl or yaml print the
+entries (--summary: the counts). Without --stream, every DLQ stream jetctl
+created.
+
+Sizes (PAYLOAD, JSON size and bytes) count the payloads only. What the DLQ
+streams store is more (each copy carries its provenance headers, and the
+server its own overhead): the total line on stderr gives it, from the
+streams' info, when nothing is filtered out.
 
 --filter keeps entries for which a jq program is true; it sees the JSON
 fields plus .headers and .data (decoded when JSON). Reading changes nothing.`,
@@ -93,16 +100,18 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 			return err
 		}
 	}
+	// Nothing filtered out: the streams' stored size is the entries'.
+	whole := o.consumer == "" && o.since == 0 && o.filter == ""
 	if !listRecords {
 		rows := summarise(entries)
 		if p.Format == "table" {
-			defer lsTotal(f, streams, entries)
+			defer lsTotal(ctx, f, js, streams, entries, whole)
 		}
 		return p.Print(rows, func() []output.Table {
 			if len(rows) == 0 {
 				return nil
 			}
-			t := output.Table{Header: []string{"dlq stream", "consumer", "reason", "messages", "bytes"}}
+			t := output.Table{Header: []string{"dlq stream", "consumer", "reason", "messages", "payload"}}
 			for _, r := range rows {
 				t.Row(r.DLQStream, r.Consumer, r.Reason, r.Messages, humanize.IBytes(uint64(r.Bytes)))
 			}
@@ -119,13 +128,13 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 		return nil
 	}
 	if p.Format == "table" {
-		defer lsTotal(f, streams, entries)
+		defer lsTotal(ctx, f, js, streams, entries, whole)
 	}
 	return p.Print(entries, func() []output.Table {
 		if len(entries) == 0 {
 			return nil
 		}
-		t := output.Table{Header: []string{"dlq seq", "source", "subject", "consumer", "reason", "deliveries", "swept at", "size"}}
+		t := output.Table{Header: []string{"dlq seq", "source", "subject", "consumer", "reason", "deliveries", "swept at", "payload"}}
 		for _, e := range entries {
 			name := e.DLQStream
 			if len(streams) == 1 {
@@ -141,8 +150,9 @@ func runLs(ctx context.Context, f *factory.Factory, o *lsOptions) error {
 }
 
 // lsTotal writes the one summary line of a table listing on stderr,
-// after the table.
-func lsTotal(f *factory.Factory, streams []string, entries []pkgdlq.Entry) {
+// after the table: the payloads' size, and when whole (nothing filtered
+// out) what the DLQ streams store, as their info says.
+func lsTotal(ctx context.Context, f *factory.Factory, js jetstream.JetStream, streams []string, entries []pkgdlq.Entry, whole bool) {
 	if len(streams) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "jetctl: no DLQ streams (run: jetctl dlq setup --stream STREAM)")
 		return
@@ -151,7 +161,22 @@ func lsTotal(f *factory.Factory, streams []string, entries []pkgdlq.Entry) {
 	for _, e := range entries {
 		bytes += int64(e.Size)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s (%s) in %s\n", plural(len(entries), "message", "messages"), humanize.IBytes(uint64(bytes)), strings.Join(streams, ", "))
+	size := humanize.IBytes(uint64(bytes)) + " of payload"
+	if whole {
+		var stored uint64
+		for _, s := range streams {
+			st, err := js.Stream(ctx, s)
+			if err != nil {
+				stored = 0
+				break
+			}
+			stored += st.CachedInfo().State.Bytes
+		}
+		if stored > 0 || len(entries) == 0 {
+			size += ", " + humanize.IBytes(stored) + " stored"
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s (%s) in %s\n", plural(len(entries), "message", "messages"), size, strings.Join(streams, ", "))
 }
 
 func summarise(entries []pkgdlq.Entry) []summaryRow {

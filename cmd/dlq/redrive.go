@@ -25,6 +25,7 @@ type redriveOptions struct {
 	maxRedrives int
 	dryRun      bool
 	keep        bool
+	all         bool
 	yes         bool
 	noProgress  bool
 	lockTTL     time.Duration
@@ -39,6 +40,14 @@ func newCmdRedrive(f *factory.Factory) *cobra.Command {
 		Long: `Publish each selected DLQ message back to its original subject (or --to),
 with its original headers restored and Jetctl-Dlq-Redrives incremented, then
 delete the DLQ copy once the publish is acknowledged (--keep leaves it).
+
+A redrive reaches only the consumer that gave up on a message: it goes
+to its original subject when no other consumer of the stream receives it
+there (always so on a workqueue stream), else to that consumer's retry
+subject (jetctl dlq setup --consumer C --retry-subject), with the original
+subject in the Jetctl-Redrive-Subject header. When neither holds, the
+redrive is refused before anything is sent (exit 2), naming the other
+consumers; --all-consumers sends to the original subjects anyway.
 
 Messages redriven --max-redrives times already are refused and stay. Each
 redrive has Nats-Msg-Id redrive:<dlq stream>:<dlq seq>: interrupted and run
@@ -55,6 +64,7 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
 --dry-run says what would be redriven (--list: which) and changes nothing.`,
 		Example: `  jetctl dlq redrive --stream ORDERS --dry-run --list
   jetctl dlq redrive --stream ORDERS --consumer billing --rate 50/s --yes
+  jetctl dlq redrive --stream ORDERS --consumer mailer --all-consumers --yes
   jetctl dlq redrive --stream ORDERS --filter '.data.total < 100' --max-redrives 3 --yes
   jetctl dlq redrive --stream ORDERS --to orders.manual-review --keep --yes`,
 		Args: cobra.NoArgs,
@@ -70,6 +80,7 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
 	fl.IntVar(&o.maxRedrives, "max-redrives", 0, "refuse messages already redriven this many times (0: no limit)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would be redriven; change nothing")
 	fl.BoolVar(&o.keep, "keep", false, "keep the DLQ copies after redriving them")
+	fl.BoolVar(&o.all, "all-consumers", false, "send to the original subjects even where other consumers than the one that gave up receive them too")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
 	o.listFlags.bind(cmd, "selected message")
@@ -104,7 +115,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	bar := f.NewProgress(-1, "redriving", o.noProgress)
 	sum, err := pkgdlq.Redrive(ctx, js, pkgdlq.RedriveConfig{
 		DLQStream: stream, Select: sel, To: o.to, Rate: o.rate, Max: o.max, MaxRedrives: o.maxRedrives,
-		DryRun: o.dryRun, Keep: o.keep, LockTTL: o.lockTTL,
+		DryRun: o.dryRun, Keep: o.keep, AllConsumers: o.all, LockTTL: o.lockTTL,
 		OnRecord: func(r pkgdlq.RedriveRecord) {
 			recs.add(r, r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused)
 		},

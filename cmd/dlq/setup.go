@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,6 +27,9 @@ type setupOptions struct {
 	dryRun     bool
 	// allConsumers widens an existing capture to every consumer.
 	allConsumers bool
+	// retrySubject adds the named consumers' retry subjects;
+	// removeRetrySubject takes them out again.
+	retrySubject, removeRetrySubject bool
 }
 
 func newCmdSetup(f *factory.Factory) *cobra.Command {
@@ -51,11 +55,21 @@ Advisories are sent only to whoever listens at that instant: those sent
 before the capture existed were never captured. On workqueue and interest
 streams "jetctl dlq sweep --scan" finds those messages from the consumers'
 state; on a limits stream they cannot be told apart from processed ones
-(see docs/dlq.md). --dry-run shows what would be created.`,
+(see docs/dlq.md). --dry-run shows what would be created.
+
+A redrive sends a dead letter back to its original subject only where no
+other consumer receives it there. On a limits or interest stream with
+several consumers, --retry-subject (with --consumer C) gives C a subject
+of its own for redriven messages: _jetctl.retry.<stream>.<C>.> is added to
+the stream's subjects and to C's filter subjects (C's worker finds the
+original subject in the Jetctl-Redrive-Subject header).
+--remove-retry-subject takes it out again, once C has processed every
+message sent there.`,
 		Example: `  jetctl dlq setup --stream ORDERS --consumer billing --consumer shipping
   jetctl dlq setup --stream FULFILMENT --max-age 30d --replicas 3
   jetctl dlq setup --stream ORDERS --all-consumers
-  jetctl dlq setup --stream ORDERS --dry-run`,
+  jetctl dlq setup --stream ORDERS --dry-run
+  jetctl dlq setup --stream ORDERS --consumer mailer --retry-subject --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := o.config()
@@ -70,7 +84,7 @@ state; on a limits stream they cannot be told apart from processed ones
 			if err != nil {
 				return err
 			}
-			res, err := pkgdlq.Setup(cmd.Context(), js, cfg)
+			res, err := setupWithRetry(cmd.Context(), js, cfg, o)
 			if err != nil {
 				return err
 			}
@@ -96,6 +110,8 @@ state; on a limits stream they cannot be told apart from processed ones
 	factory.DurationVar(fl, &o.maxAge, "max-age", 0, "how long the DLQ keeps messages (e.g. 30d; 0 keeps them)").Hint("invalid duration (use e.g. 30s, 2m, 7d, 1h30m)")
 	factory.DurationVar(fl, &o.captureAge, "capture-max-age", 7*24*time.Hour, "how long captured advisories are kept").Hint("invalid duration (use e.g. 30s, 2m, 7d, 1h30m)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "show what would be created; change nothing")
+	fl.BoolVar(&o.retrySubject, "retry-subject", false, "give each --consumer a retry subject of its own, which redrives of its dead letters go to (adds it to the stream's subjects and the consumer's filter)")
+	fl.BoolVar(&o.removeRetrySubject, "remove-retry-subject", false, "take each --consumer's retry subject out of the stream's subjects and the consumer's filter")
 	_ = cmd.RegisterFlagCompletionFunc("stream", f.CompleteStreams())
 	_ = cmd.RegisterFlagCompletionFunc("consumer", f.CompleteConsumersOf(func(cmd *cobra.Command, _ []string) string { return o.stream }))
 	return cmd
@@ -108,7 +124,7 @@ func setupNotes(f *factory.Factory, o *setupOptions, res *pkgdlq.SetupResult) {
 	w := f.IO.ErrOut
 	if len(res.NewlyCaptured) > 0 {
 		who := consumerNames(res.NewlyCaptured)
-		if res.Retention == jetstream.LimitsPolicy.String() {
+		if res.Retention == pkgdlq.RetentionName(jetstream.LimitsPolicy) {
 			fmt.Fprintf(w, "jetctl: advisories of %s sent before now were never captured. %s has limits retention: a message that died earlier "+
 				"cannot be told apart from one that was processed, and no sweep can find it (--scan works on workqueue and interest streams only). "+
 				"If you know when the failures happened, keep a copy of that window: jetctl replay %s --from-time T1 --to-time T2 --to-file dead.jsonl\n",
@@ -122,6 +138,33 @@ func setupNotes(f *factory.Factory, o *setupOptions, res *pkgdlq.SetupResult) {
 		fmt.Fprintf(w, "jetctl: capturing the advisories of %s only; to capture every consumer of %s run: jetctl dlq setup --stream %s --all-consumers\n",
 			consumerNames(res.CapturedConsumers), o.stream, o.stream)
 	}
+}
+
+// setupWithRetry runs setup and, when asked, adds (or removes) the named
+// consumers' retry subjects, whose resources it lists after setup's. The
+// retry subjects are checked (a dry run) before setup changes anything; a
+// removal leaves the rest of the setup as it is (only verified).
+func setupWithRetry(ctx context.Context, js jetstream.JetStream, cfg pkgdlq.SetupConfig, o *setupOptions) (*pkgdlq.SetupResult, error) {
+	retry := pkgdlq.RetrySetupConfig{Stream: cfg.Stream, Consumers: cfg.Consumers, Remove: o.removeRetrySubject, DryRun: true}
+	if o.retrySubject || o.removeRetrySubject {
+		if _, err := pkgdlq.SetupRetrySubjects(ctx, js, retry); err != nil {
+			return nil, err
+		}
+	}
+	if o.removeRetrySubject {
+		cfg.Consumers = nil
+	}
+	res, err := pkgdlq.Setup(ctx, js, cfg)
+	if err != nil || (!o.retrySubject && !o.removeRetrySubject) {
+		return res, err
+	}
+	retry.DryRun = cfg.DryRun
+	more, err := pkgdlq.SetupRetrySubjects(ctx, js, retry)
+	if err != nil {
+		return nil, err
+	}
+	res.Resources = append(res.Resources, more...)
+	return res, nil
 }
 
 // consumerNames says "consumer a", "consumers a, b" or "every consumer" ("*").
@@ -139,6 +182,12 @@ func (o *setupOptions) config() (pkgdlq.SetupConfig, error) {
 	cfg := pkgdlq.SetupConfig{Stream: o.stream, Consumers: o.consumers, AllConsumers: o.allConsumers, DLQStream: o.dlqStream, Replicas: o.replicas, DryRun: o.dryRun}
 	if err := validateStream(o.stream); err != nil {
 		return cfg, err
+	}
+	if o.retrySubject && o.removeRetrySubject {
+		return cfg, exitcode.UsageErrorf("--retry-subject and --remove-retry-subject exclude each other")
+	}
+	if (o.retrySubject || o.removeRetrySubject) && len(o.consumers) == 0 {
+		return cfg, exitcode.UsageErrorf("a retry subject is per consumer: name it with --consumer")
 	}
 	if err := pkgdlq.ValidateSetup(cfg); err != nil {
 		return cfg, err

@@ -14,6 +14,9 @@ package dlq
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/lease"
 )
@@ -106,3 +109,14 @@ var (
 	// ErrInvalid: a configuration that cannot work.
 	ErrInvalid = errors.New("invalid")
 )
+
+// RetentionName is a retention policy as the server spells it in JSON
+// ("limits", "workqueue", "interest"): the one spelling of every JSON
+// output (jetstream.RetentionPolicy.String says "Limits", "WorkQueue").
+func RetentionName(p jetstream.RetentionPolicy) string {
+	b, err := p.MarshalJSON()
+	if err != nil {
+		return strings.ToLower(p.String())
+	}
+	return strings.Trim(string(b), `"`)
+}

@@ -5,6 +5,7 @@ package dlq_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,5 +79,221 @@ func TestFactPurgeMovesAckFloorPastDeadMessages(t *testing.T) {
 	}
 	if ci.AckFloor.Stream != 10 || si.State.Msgs != 7 {
 		t.Errorf("after purging below 4: ack floor %d with %d messages left, want 10 with 7 (the server changed: see docs/dlq.md)", ci.AckFloor.Stream, si.State.Msgs)
+	}
+}
+
+// The retry subject a redrive uses (retry.go) rests on three things the
+// server does: a stream takes a new subject in place; a durable's
+// filter_subjects take one more subject in place, keeping its ack floor
+// and what it delivered (nothing is delivered again); and a message on
+// that subject goes to that consumer alone, while an interest stream
+// keeps it until that consumer acknowledges it.
+func TestFactRetrySubjectReachesOneConsumer(t *testing.T) {
+	for _, retention := range []jetstream.RetentionPolicy{jetstream.LimitsPolicy, jetstream.InterestPolicy} {
+		t.Run(retention.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			js := embeddedtest.JetStream(t)
+			st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Retention: retention})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cons []jetstream.Consumer
+			for _, name := range []string{"mailer", "billing"} {
+				c, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "orders.>"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cons = append(cons, c)
+			}
+			for range 5 {
+				if _, err := js.Publish(ctx, "orders.created", []byte("order")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range cons {
+				if n := fetchAck(t, c, 5); n != 5 {
+					t.Fatalf("fetched %d, want 5", n)
+				}
+			}
+
+			retry := "_jetctl.retry.ORDERS.mailer.>"
+			sc := st.CachedInfo().Config
+			sc.Subjects = append(sc.Subjects, retry)
+			if _, err := js.UpdateStream(ctx, sc); err != nil {
+				t.Fatal(err)
+			}
+			cc := cons[0].CachedInfo().Config
+			cc.FilterSubject, cc.FilterSubjects = "", []string{"orders.>", retry}
+			mailer, err := js.UpdateConsumer(ctx, "ORDERS", cc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ci, err := mailer.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ci.AckFloor.Stream != 5 || ci.Delivered.Stream != 5 || ci.NumPending != 0 || ci.NumAckPending != 0 {
+				t.Fatalf("after the filter update: ack floor %d, delivered %d, %d pending, %d ack pending; want 5, 5, 0, 0",
+					ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumPending, ci.NumAckPending)
+			}
+
+			if _, err := js.Publish(ctx, "_jetctl.retry.ORDERS.mailer.orders.created", []byte("order")); err != nil {
+				t.Fatal(err)
+			}
+			bi, err := cons[1].Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bi.NumPending != 0 {
+				t.Fatalf("billing has %d pending, want 0", bi.NumPending)
+			}
+			if retention == jetstream.InterestPolicy {
+				if si, _ := st.Info(ctx); si.State.Msgs != 1 {
+					t.Fatalf("interest stream holds %d messages before mailer's ack, want 1", si.State.Msgs)
+				}
+			}
+			if n := fetchAck(t, mailer, 1); n != 1 {
+				t.Fatalf("mailer fetched %d, want 1", n)
+			}
+			if retention == jetstream.InterestPolicy {
+				waitMsgs(t, st, 0)
+			}
+			b, err := cons[1].FetchNoWait(10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for m := range b.Messages() {
+				t.Fatalf("billing received %s", m.Subject())
+			}
+		})
+	}
+}
+
+// fetchAck fetches up to n messages, acknowledges each (waiting for the
+// server's answer) and returns how many came.
+func fetchAck(t *testing.T, c jetstream.Consumer, n int) int {
+	t.Helper()
+	b, err := c.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range b.Messages() {
+		if err := m.DoubleAck(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	return got
+}
+
+func waitMsgs(t *testing.T, st jetstream.Stream, want uint64) {
+	t.Helper()
+	var si *jetstream.StreamInfo
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if si, err = st.Info(context.Background()); err == nil && si.State.Msgs == want {
+			return
+		}
+	}
+	t.Fatalf("stream holds %v messages, want %d", si, want)
+}
+
+// dlq take (take.go) terminates one message for one consumer with a
+// +TERM on that consumer's ack subject for the message's stream sequence,
+// $JS.ACK.<stream>.<consumer>.<deliveries>.<stream seq>.<consumer seq>.
+// <time>.<pending>, without receiving the delivery. The server keys an
+// explicit ack on the stream sequence alone (the consumer sequence comes
+// from its own pending record), so while the message is pending for that
+// consumer it stops redelivering it and moves the ack floor past it; the
+// other consumers of a limits stream are not touched and still receive
+// it. For a sequence that is not pending (here: acknowledged), the +TERM
+// changes nothing.
+func TestFactTermOnAckSubjectTakesOneMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "other", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish(ctx, "orders.created", []byte("order")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The worker takes seq 1 (the poison message) and holds it; it acks 2.
+	b, err := worker.Fetch(2, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []jetstream.Msg
+	for m := range b.Messages() {
+		held = append(held, m)
+	}
+	if len(held) != 2 {
+		t.Fatalf("fetched %d, want 2", len(held))
+	}
+	if err := held[1].DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	term := func(seq uint64) {
+		t.Helper()
+		if _, err := js.Conn().Request(fmt.Sprintf("$JS.ACK.ORDERS.worker.0.%d.0.0.0", seq), []byte("+TERM taken"), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not pending (acknowledged): nothing changes.
+	term(2)
+	ci, err := worker.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.AckFloor.Stream != 0 || ci.NumAckPending != 1 {
+		t.Fatalf("after a +TERM of an acknowledged message: ack floor %d, %d ack pending; want 0 and 1", ci.AckFloor.Stream, ci.NumAckPending)
+	}
+	// Pending: terminated for the worker, the ack floor moves past it.
+	term(1)
+	if ci, err = worker.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ci.AckFloor.Stream != 2 || ci.NumAckPending != 0 || ci.NumRedelivered != 0 {
+		t.Fatalf("after the +TERM: ack floor %d, %d ack pending, %d redelivered; want 2, 0, 0", ci.AckFloor.Stream, ci.NumAckPending, ci.NumRedelivered)
+	}
+	// The worker's next message is 3, not 1 again.
+	b, err = worker.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range b.Messages() {
+		meta, _ := m.Metadata()
+		if meta.Sequence.Stream != 3 {
+			t.Fatalf("worker got seq %d next, want 3", meta.Sequence.Stream)
+		}
+	}
+	// The other consumer still receives all three, the first one too.
+	b, err = other.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for m := range b.Messages() {
+		meta, _ := m.Metadata()
+		seqs = append(seqs, meta.Sequence.Stream)
+	}
+	if fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Fatalf("other consumer got %v, want [1 2 3]", seqs)
+	}
+	if si, _ := st.Info(ctx); si.State.Msgs != 3 {
+		t.Fatalf("the limits stream holds %d messages, want 3", si.State.Msgs)
 	}
 }

@@ -28,8 +28,15 @@ type RedriveConfig struct {
 	MaxRedrives int
 	DryRun      bool
 	// Keep leaves the DLQ copy in place after the redrive.
-	Keep    bool
-	LockTTL time.Duration
+	Keep bool
+	// AllConsumers sends every message to its original subject even where
+	// other consumers of the source stream receive it there too. Without
+	// it, a dead letter goes to its original subject only when no other
+	// consumer receives it there, else to its consumer's retry subject
+	// (see retry.go); a redrive that would reach other consumers is
+	// refused (*RefusedRedrive) before anything is sent.
+	AllConsumers bool
+	LockTTL      time.Duration
 	// OnRecord hears of every selected message.
 	OnRecord func(RedriveRecord)
 	Progress func(RedriveSummary)
@@ -49,8 +56,10 @@ type RedriveRecord struct {
 	SourceStream string `json:"source_stream"`
 	SourceSeq    uint64 `json:"source_seq"`
 	Subject      string `json:"subject"`
-	Redrives     int    `json:"redrives"`
-	Status       string `json:"status"`
+	// OriginalSubject is set when Subject is a retry subject.
+	OriginalSubject string `json:"original_subject,omitempty"`
+	Redrives        int    `json:"redrives"`
+	Status          string `json:"status"`
 	// Stream and Seq are where the redriven message was stored.
 	Stream     string `json:"stream,omitempty"`
 	Seq        uint64 `json:"seq,omitempty"`
@@ -79,8 +88,9 @@ type redriveItem struct {
 	msg *nats.Msg
 	fut jetstream.PubAckFuture
 	// send: publish it (not refused, not a dry run); skipped: interrupted
-	// before it was sent, so nothing is reported.
-	send, sync, skipped bool
+	// before it was sent, so nothing is reported; retry: to the retry
+	// subject of its consumer.
+	send, sync, skipped, retry bool
 }
 
 // errMaxReached ends the read when Max messages are redriven.
@@ -97,10 +107,23 @@ func RedriveMsgID(dlqStream string, dlqSeq uint64) string {
 func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (sum *RedriveSummary, err error) {
 	start := time.Now()
 	sum = &RedriveSummary{DLQStream: cfg.DLQStream}
-	if _, err := js.Stream(ctx, cfg.DLQStream); err != nil {
+	st, err := js.Stream(ctx, cfg.DLQStream)
+	if err != nil {
 		return nil, fmt.Errorf("stream %q: %w", cfg.DLQStream, err)
 	}
 	work := context.WithoutCancel(ctx)
+	// Where each message goes, decided (and a redrive that would reach
+	// other consumers refused) before anything changes.
+	var r *router
+	if cfg.To == "" {
+		source := st.CachedInfo().Config.Metadata[MetaSource]
+		if r, err = newRouter(ctx, js, source, cfg.AllConsumers); err != nil {
+			return nil, err
+		}
+		if err := r.check(ctx, js, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if !cfg.DryRun {
 		lock, lerr := lease.Acquire(ctx, js, RedriveLockKey(cfg.DLQStream), cfg.LockTTL, "jetctl dlq unlock --redrive --dlq-stream "+cfg.DLQStream)
 		if lerr != nil {
@@ -155,13 +178,20 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 				return errMaxReached
 			}
 			it := &redriveItem{e: e}
-			subject := e.Subject
-			if cfg.To != "" {
-				subject = cfg.To
+			subject, retry, others := cfg.To, false, []string(nil)
+			if subject == "" && e.Subject != "" {
+				subject, retry, others = r.route(e)
 			}
+			it.retry = retry
 			it.rec = RedriveRecord{DLQStream: e.DLQStream, DLQSeq: e.DLQSeq, SourceStream: e.SourceStream, SourceSeq: e.SourceSeq,
 				Subject: subject, Redrives: e.Redrives, Size: e.Size}
+			if retry {
+				it.rec.OriginalSubject = originalSubject(e)
+			}
 			switch {
+			case len(others) > 0:
+				it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("its original subject reaches %s too, and %q has no retry subject (jetctl dlq setup --stream %s --consumer %s --retry-subject, or --all-consumers)",
+					quoteList(others), e.Consumer, r.stream, e.Consumer)
 			case subject == "":
 				it.rec.Status, it.rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
 			case e.PayloadOmitted > 0:
@@ -195,7 +225,14 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 			return
 		}
 		it.rec.Redrives = it.e.Redrives + 1
-		it.msg = &nats.Msg{Subject: it.rec.Subject, Header: RedriveHeader(it.e.Message.Header, it.e.Redrives, RedriveMsgID(it.e.DLQStream, it.e.DLQSeq)), Data: it.e.Message.Data}
+		h := RedriveHeader(it.e.Message.Header, it.e.Redrives, RedriveMsgID(it.e.DLQStream, it.e.DLQSeq))
+		if it.retry {
+			h.Set(HeaderRedriveSubject, it.rec.OriginalSubject)
+		} else if cfg.To == "" {
+			// Back on its original subject: no retry subject to undo.
+			h.Del(HeaderRedriveSubject)
+		}
+		it.msg = &nats.Msg{Subject: it.rec.Subject, Header: h, Data: it.e.Message.Data}
 		it.e.Message = nil
 		fut, err := js.PublishMsgAsync(it.msg)
 		if err != nil {

@@ -94,7 +94,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		captureAge = defaultCaptureMaxAge
 	}
 	n := DefaultNames(cfg.Stream, cfg.DLQStream)
-	res := &SetupResult{Stream: cfg.Stream, Retention: src.CachedInfo().Config.Retention.String(), Resources: []Resource{}, NewlyCaptured: []string{}}
+	res := &SetupResult{Stream: cfg.Stream, Retention: RetentionName(src.CachedInfo().Config.Retention), Resources: []Resource{}, NewlyCaptured: []string{}}
 	add := func(kind, name, action, detail string) {
 		res.Resources = append(res.Resources, Resource{Kind: kind, Name: name, Action: action, Detail: detail})
 	}

@@ -205,7 +205,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		return nil, err
 	}
 	s := &sweeper{js: js, api: jsapi.New(js), cfg: cfg, n: n, retention: src.CachedInfo().Config.Retention, start: time.Now(), seen: map[uint64]*outcome{}}
-	s.sum = SweepSummary{Stream: cfg.Stream, DLQStream: n.DLQ, Retention: s.retention.String()}
+	s.sum = SweepSummary{Stream: cfg.Stream, DLQStream: n.DLQ, Retention: RetentionName(s.retention)}
 	if cfg.Scan && s.retention == jetstream.LimitsPolicy {
 		return nil, fmt.Errorf("%w: --scan works on workqueue and interest streams only: stream %q has limits retention, where a message whose advisory was never captured "+
 			"cannot be told apart from one that was processed; sweep without --scan, and copy a known time window of failures with jetctl replay %s --from-time T1 --to-time T2",

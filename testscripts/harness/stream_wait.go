@@ -7,12 +7,18 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// stream-wait STREAM N waits until the stream holds at least N messages
-// (at most a minute), so that a script can act in the middle of a run
-// (restart the server, kill a process) whatever the machine's speed.
+// stream-wait [--at-most] STREAM N waits until the stream holds at least
+// N messages (with --at-most: at most N) for at most a minute, so that a
+// script can act in the middle of a run (restart the server, kill a
+// process) whatever the machine's speed, or wait for the server to
+// remove what it removes asynchronously.
 func cmdStreamWait(ts *testscript.TestScript, neg bool, args []string) {
+	atMost := len(args) > 0 && args[0] == "--at-most"
+	if atMost {
+		args = args[1:]
+	}
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: stream-wait STREAM N")
+		ts.Fatalf("usage: stream-wait [--at-most] STREAM N")
 	}
 	want, err := strconv.ParseUint(args[1], 10, 64)
 	ts.Check(err)
@@ -24,11 +30,15 @@ func cmdStreamWait(ts *testscript.TestScript, neg bool, args []string) {
 		cancel()
 		ts.Check(err)
 		got := s.CachedInfo().State.Msgs
-		if got >= want {
+		if (!atMost && got >= want) || (atMost && got <= want) {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("stream %s holds %d messages after a minute, want at least %d", args[0], got, want)
+			what := "at least"
+			if atMost {
+				what = "at most"
+			}
+			ts.Fatalf("stream %s holds %d messages after a minute, want %s %d", args[0], got, what, want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
