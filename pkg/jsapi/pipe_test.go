@@ -38,7 +38,7 @@ func TestPipeMsgDelete(t *testing.T) {
 	}
 	const n = 500
 	for range n {
-		if _, err := js.PublishAsync("jobs.run", []byte("x")); err != nil {
+		if _, err := js.PublishAsync("jobs.run", []byte("x"), jetstream.WithStallWait(30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

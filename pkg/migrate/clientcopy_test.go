@@ -238,7 +238,7 @@ func TestClientCopyKilledAndRunAgain(t *testing.T) {
 	}
 	const n = 30000
 	for i := 1; i <= n; i++ {
-		if _, err := sjs.PublishAsync(fmt.Sprintf("orders.%d", i%100), []byte(fmt.Sprint("order ", i)), jetstream.WithMsgID(fmt.Sprint("id", i))); err != nil {
+		if _, err := sjs.PublishAsync(fmt.Sprintf("orders.%d", i%100), []byte(fmt.Sprint("order ", i)), jetstream.WithMsgID(fmt.Sprint("id", i)), jetstream.WithStallWait(30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if i%2000 == 0 {

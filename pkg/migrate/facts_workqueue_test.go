@@ -22,7 +22,9 @@ const factMsgs = 20_000
 func pubAsync(t *testing.T, js jetstream.JetStream, subjects []string, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		if _, err := js.PublishAsync(subjects[i%len(subjects)], []byte(fmt.Sprintf("m%d", i))); err != nil {
+		// A loaded machine acks slowly: wait for room in the window as long
+		// as the test may take, not nats.go's 200ms.
+		if _, err := js.PublishAsync(subjects[i%len(subjects)], []byte(fmt.Sprintf("m%d", i)), jetstream.WithStallWait(30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

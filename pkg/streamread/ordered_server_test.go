@@ -27,7 +27,7 @@ func startStream(t *testing.T, n, size int) (jetstream.JetStream, jetstream.Stre
 	}
 	payload := make([]byte, size)
 	for i := 1; i <= n; i++ {
-		if _, err := js.PublishAsync("orders.created", payload); err != nil {
+		if _, err := js.PublishAsync("orders.created", payload, jetstream.WithStallWait(30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
