@@ -192,23 +192,36 @@ var ErrNoSuchEntry = errors.New("no such DLQ message")
 // when sourceSeq is set.
 func Get(ctx context.Context, js jetstream.JetStream, dlqStream string, seq, sourceSeq uint64) (Entry, error) {
 	a := jsapi.New(js)
-	req := jsapi.MsgGetRequest{Seq: seq}
+	reqs := []jsapi.MsgGetRequest{{Seq: seq}}
 	what := fmt.Sprintf("sequence %d", seq)
 	if sourceSeq > 0 {
 		st, err := js.Stream(ctx, dlqStream)
 		if err != nil {
 			return Entry{}, fmt.Errorf("stream %q: %w", dlqStream, err)
 		}
-		prefix := "dlq." + st.CachedInfo().Config.Metadata[MetaSource]
-		req = jsapi.MsgGetRequest{LastFor: fmt.Sprintf("%s.%d", prefix, sourceSeq)}
+		// The source's name now, then the names it had before a move
+		// (the entries swept then are under those), the latest first.
+		md := st.CachedInfo().Config.Metadata
+		names := []string{md[MetaSource]}
+		former := movedFrom(md)
+		for i := len(former) - 1; i >= 0; i-- {
+			names = append(names, former[i])
+		}
+		reqs = reqs[:0]
+		for _, name := range names {
+			reqs = append(reqs, jsapi.MsgGetRequest{LastFor: fmt.Sprintf("dlq.%s.%d", name, sourceSeq)})
+		}
 		what = fmt.Sprintf("source sequence %d", sourceSeq)
 	}
-	m, err := a.MsgGet(ctx, dlqStream, req)
-	if errors.Is(err, jsapi.ErrNoMessage) {
-		return Entry{}, fmt.Errorf("stream %q: %w at %s", dlqStream, ErrNoSuchEntry, what)
+	for _, req := range reqs {
+		m, err := a.MsgGet(ctx, dlqStream, req)
+		if errors.Is(err, jsapi.ErrNoMessage) {
+			continue
+		}
+		if err != nil {
+			return Entry{}, err
+		}
+		return EntryFrom(m), nil
 	}
-	if err != nil {
-		return Entry{}, err
-	}
-	return EntryFrom(m), nil
+	return Entry{}, fmt.Errorf("stream %q: %w at %s", dlqStream, ErrNoSuchEntry, what)
 }

@@ -343,6 +343,11 @@ func mergeSubjects(have, want []string) []string {
 func Resolve(ctx context.Context, js jetstream.JetStream, stream string) (Names, error) {
 	n := DefaultNames(stream, "")
 	if _, err := js.Stream(ctx, stream); err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			if to := movedTo(ctx, js, stream); to != "" {
+				return n, fmt.Errorf("stream %q: %w (it was moved, with its DLQ, to %q: use --stream %s)", stream, err, to, to)
+			}
+		}
 		return n, fmt.Errorf("stream %q: %w", stream, err)
 	}
 	capture, err := js.Stream(ctx, n.Capture)
@@ -361,6 +366,23 @@ func Resolve(ctx context.Context, js jetstream.JetStream, stream string) (Names,
 		return n, fmt.Errorf("stream %q: %w", n.DLQ, err)
 	}
 	return n, nil
+}
+
+// movedTo is the stream a move gave stream's DLQ to (the DLQ stream names
+// stream among its former sources), "" when there is none.
+func movedTo(ctx context.Context, js jetstream.JetStream, stream string) string {
+	l := js.ListStreams(ctx)
+	to := ""
+	for si := range l.Info() {
+		md := si.Config.Metadata
+		if md[MetaRole] == roleDLQ && slices.Contains(movedFrom(md), stream) {
+			to = md[MetaSource]
+		}
+	}
+	if l.Err() != nil {
+		return ""
+	}
+	return to
 }
 
 // sourceStream looks the source stream up and checks that the named
