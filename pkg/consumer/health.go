@@ -11,6 +11,7 @@ import (
 	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/streamread"
@@ -588,6 +589,11 @@ func (ev *evaluation) filterNoMatch(ctx context.Context) error {
 	}
 	st := ev.stream
 	for _, f := range ev.filters {
+		// The retry subject of `dlq setup --retry-subject` is empty until
+		// a redrive: not a filter that matches nothing.
+		if f == dlq.RetryFilter(ev.s.Stream, ev.s.Consumer) {
+			continue
+		}
 		canMatch := len(st.Config.Subjects) == 0 // sourced or mirrored: unknown
 		for _, s := range st.Config.Subjects {
 			if streamread.SubjectsOverlap(f, s) {
