@@ -90,7 +90,7 @@ func normaliseStream(c jetstream.StreamConfig) jetstream.StreamConfig {
 	if len(c.Subjects) == 0 && c.Mirror == nil && len(c.Sources) == 0 {
 		c.Subjects = []string{c.Name}
 	}
-	c.Subjects = sortedCopy(c.Subjects)
+	c.Subjects = sortedCopy(withoutRetrySubjects(c.Subjects, "_jetctl.retry."+c.Name+".", ""))
 	c.Placement = normalisePlacement(c.Placement)
 	if len(c.Sources) > 0 {
 		sources := append([]*jetstream.StreamSource(nil), c.Sources...)
@@ -157,7 +157,7 @@ func normaliseConsumer(c jetstream.ConsumerConfig, stream *jetstream.StreamConfi
 		c.IdleHeartbeat = flowControlHeartbeat
 	}
 	// One filter and a list of one are the same filter.
-	filters := consumerFilters(&c)
+	filters := withoutRetrySubjects(consumerFilters(&c), "_jetctl.retry.", "."+c.Name+".>")
 	c.FilterSubject = ""
 	c.FilterSubjects = sortedCopy(filters)
 	c.PriorityGroups = sortedCopy(c.PriorityGroups)

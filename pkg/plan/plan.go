@@ -200,6 +200,7 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 // for data-loss warnings are added by Make.
 func Compute(desired *Desired, live *Live, opts Options) (*Plan, error) {
 	p := &Plan{FormatVersion: FormatVersion, Prune: opts.Prune, Migrate: opts.Migrate, Resources: []*ResourcePlan{}}
+	adoptRetrySubjects(desired, live)
 	byStream := map[string]*ResourcePlan{}
 	for _, r := range desired.Resources {
 		if r.Kind == KindConsumer {
