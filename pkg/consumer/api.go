@@ -2,17 +2,14 @@ package consumer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
-	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // api makes the raw requests List needs and nats.go does not offer in
@@ -40,7 +37,7 @@ func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error
 	var out []*State
 	for offset := 0; ; {
 		var resp consumerListResponse
-		if err := a.request(ctx, "CONSUMER.LIST."+stream, map[string]int{"offset": offset}, &resp); err != nil {
+		if err := a.client.Request(ctx, "CONSUMER.LIST."+stream, map[string]int{"offset": offset}, &resp); err != nil {
 			return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, err)
 		}
 		if resp.Error != nil {
@@ -75,32 +72,6 @@ func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error
 			return out, nil
 		}
 	}
-}
-
-// request sends one API request and decodes the reply into resp, traced
-// like jsapi's own requests (--trace).
-func (a *api) request(ctx context.Context, subject string, req, resp any) error {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := a.client.WithTimeout(ctx)
-	defer cancel()
-	subject = a.client.Prefix + subject
-	var reply *nats.Msg
-	// No responders: a leader election is under way; try again.
-	err = retry.Do(ctx, retry.Policy{Attempts: 11, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
-		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) }},
-		func(ctx context.Context) (err error) {
-			a.client.TraceRequest(subject, body)
-			reply, err = a.client.NC.RequestWithContext(ctx, subject, body)
-			return err
-		})
-	if err != nil {
-		return err
-	}
-	a.client.TraceReply(subject, reply)
-	return json.Unmarshal(reply.Data, resp)
 }
 
 // firstMatching is the first stored message at or after seq matching one
