@@ -390,9 +390,20 @@ func (ev *evaluation) redelivering(ctx context.Context) error {
 	if err != nil || m == nil {
 		return err
 	}
-	delivered, err := ev.deliveredSinceFloor(ctx, ci.NumAckPending+1)
+	// Acknowledged since the floor: more messages delivered since it than
+	// are pending. Counted with one get per message for a filtered
+	// consumer, so up to maxCountedSinceFloor; past it, a consumer whose
+	// pending messages are all redelivered counts as acknowledging nothing.
+	delivered, err := ev.deliveredSinceFloor(ctx, min(ci.NumAckPending+1, maxCountedSinceFloor))
 	if err != nil {
 		return err
+	}
+	if delivered == maxCountedSinceFloor && ci.NumAckPending >= maxCountedSinceFloor {
+		// Not counted to the end: decided by the redeliveries.
+		delivered = ci.NumAckPending
+		if ci.NumRedelivered < ci.NumAckPending {
+			delivered++
+		}
 	}
 	evidence := map[string]any{"stream_seq": m.Seq, "subject": m.Subject, "redeliveries_since_ack_floor": redeliveries,
 		"num_redelivered": ci.NumRedelivered, "ack_pending": ci.NumAckPending,
@@ -423,6 +434,10 @@ func PoisonCommand(stream, consumer string, seq uint64, haveDLQ bool) string {
 	}
 	return fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s && %s", stream, consumer, take)
 }
+
+// maxCountedSinceFloor bounds the gets that tell a poison message from a
+// consumer acknowledging nothing.
+const maxCountedSinceFloor = 256
 
 // deliveredSinceFloor counts the stored messages matching the filters in
 // (ack floor, delivered], up to limit (one get each).
