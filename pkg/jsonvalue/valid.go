@@ -82,21 +82,29 @@ func (v *validator) object(depth int) bool {
 		if !v.value(depth + 1) {
 			return false
 		}
-		v.space()
-		if v.pos >= len(v.data) {
-			return false
-		}
-		switch v.data[v.pos] {
-		case ',':
-			v.pos++
-			v.space()
-		case '}':
-			v.pos++
-			return true
-		default:
-			return false
+		if more, ok := v.next('}'); !more {
+			return ok
 		}
 	}
+}
+
+// next reads what follows an element of an object or array: a comma
+// (more to come), or close (the end, ok); anything else is not ok.
+func (v *validator) next(close byte) (more, ok bool) {
+	v.space()
+	if v.pos >= len(v.data) {
+		return false, false
+	}
+	switch v.data[v.pos] {
+	case ',':
+		v.pos++
+		v.space()
+		return true, true
+	case close:
+		v.pos++
+		return false, true
+	}
+	return false, false
 }
 
 func (v *validator) array(depth int) bool {
@@ -110,19 +118,8 @@ func (v *validator) array(depth int) bool {
 		if !v.value(depth + 1) {
 			return false
 		}
-		v.space()
-		if v.pos >= len(v.data) {
-			return false
-		}
-		switch v.data[v.pos] {
-		case ',':
-			v.pos++
-			v.space()
-		case ']':
-			v.pos++
-			return true
-		default:
-			return false
+		if more, ok := v.next(']'); !more {
+			return ok
 		}
 	}
 }
