@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -90,4 +91,17 @@ func RedriveHeader(h nats.Header, redrives int, msgID string) nats.Header {
 	out.Set(HeaderRedrives, strconv.Itoa(redrives+1))
 	out.Set(jetstream.MsgIDHeader, msgID)
 	return out
+}
+
+// alreadyCopied reports whether a publish of a DLQ copy found the copy
+// there: the per-message DLQ subject is written once (an expected last
+// subject sequence of 0, and the copy's message id), so the server
+// answers a second copy with a duplicate ack or a wrong last sequence.
+// The sweep and take both read the answer with it.
+func alreadyCopied(ack *jetstream.PubAck, err error) bool {
+	if err == nil {
+		return ack != nil && ack.Duplicate
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }

@@ -888,23 +888,18 @@ func (s *sweeper) tooLargeNote(it *item) string {
 }
 
 func (s *sweeper) published(it *item, ack *jetstream.PubAck, err error) {
-	var apiErr *jetstream.APIError
 	switch {
-	case err == nil && ack.Duplicate && it.tooLarge:
-		it.rec.Status, it.rec.Error = StatusTooLarge, ""
-	case err == nil && ack.Duplicate:
-		// A retry clears the error of the attempt before it.
-		it.rec.Status, it.rec.Error = StatusAlreadyMoved, ""
-	case err == nil && it.tooLarge:
-		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusTooLarge, "", ack.Sequence
-	case err == nil:
-		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusMoved, "", ack.Sequence
-	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		// The per-message subject already holds the copy (or pointer).
+	case alreadyCopied(ack, err):
+		// The per-message subject already holds the copy (or pointer); a
+		// retry clears the error of the attempt before it.
 		it.rec.Status, it.rec.Error = StatusAlreadyMoved, ""
 		if it.tooLarge {
 			it.rec.Status = StatusTooLarge
 		}
+	case err == nil && it.tooLarge:
+		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusTooLarge, "", ack.Sequence
+	case err == nil:
+		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusMoved, "", ack.Sequence
 	default:
 		it.rec.Status, it.rec.Error = StatusFailed, "copy not stored: "+err.Error()
 	}

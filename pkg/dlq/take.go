@@ -181,9 +181,8 @@ func Take(ctx context.Context, js jetstream.JetStream, cfg TakeConfig) (*TakeRes
 	// the message is in the DLQ and still held; the rerun terminates it.
 	if res.Copy == "" {
 		ack, err := js.PublishMsg(ctx, copyMsg)
-		var apiErr *jetstream.APIError
 		switch {
-		case err == nil && ack.Duplicate, errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		case alreadyCopied(ack, err):
 			res.Copy = CopyAlreadyCopied
 			if dm, err := a.MsgGet(ctx, n.DLQ, jsapi.MsgGetRequest{LastFor: n.DLQSubject(cfg.Seq)}); err == nil {
 				res.DLQSeq = dm.Seq
