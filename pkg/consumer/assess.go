@@ -253,16 +253,19 @@ func deadLettersOf(r *reads, js jetstream.JetStream, client *jsapi.Client, sourc
 	fail := func(stream string, ctx context.Context, err error) error {
 		return fmt.Errorf("stream %q: %s", stream, readError(ctx, err))
 	}
-	st, err := js.Stream(ctx, name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, nil
+	// One info request, with the advisories' subjects counted.
+	var info struct {
+		jetstream.StreamInfo
+		Error *jetstream.APIError `json:"error,omitempty"`
 	}
-	if err != nil {
+	if err := client.Request(ctx, "STREAM.INFO."+name, map[string]string{"subjects_filter": advisoryPrefix + "*." + source + ".*"}, &info); err != nil {
 		return nil, fail(name, ctx, err)
 	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(advisoryPrefix+"*."+source+".*"))
-	if err != nil {
-		return nil, fail(name, ctx, err)
+	if info.Error != nil {
+		if info.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound {
+			return nil, nil
+		}
+		return nil, fail(name, ctx, info.Error)
 	}
 	d := &deadCounts{source: source, subjects: info.Config.Subjects, waiting: map[string]deadWaiting{}, exact: true,
 		dlq: dlq.DefaultNames(source, "").DLQ}
@@ -286,14 +289,14 @@ func deadLettersOf(r *reads, js jetstream.JetStream, client *jsapi.Client, sourc
 		filters []string
 	}
 	var checkpoints []checkpoint
-	l := st.ListConsumers(ctx)
-	for ci := range l.Info() {
-		if strings.HasPrefix(ci.Name, dlq.SweepDurable) {
-			checkpoints = append(checkpoints, checkpoint{ci.AckFloor.Stream, FilterSubjects(ci.Config)})
-		}
-	}
-	if err := l.Err(); err != nil {
+	durables, err := (&api{client: client}).listConsumers(ctx, name)
+	if err != nil {
 		return nil, fail(name, ctx, err)
+	}
+	for _, c := range durables {
+		if strings.HasPrefix(c.Consumer, dlq.SweepDurable) && c.Info != nil {
+			checkpoints = append(checkpoints, checkpoint{c.AckFloorStreamSeq, c.FilterSubjects})
+		}
 	}
 	for consumer := range captured {
 		var from uint64
