@@ -11,14 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
-	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
-	pkglease "github.com/jetctl/jetctl/pkg/lease"
-	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
-	"github.com/jetctl/jetctl/pkg/natsconn"
-	"github.com/jetctl/jetctl/pkg/plan"
-	"github.com/jetctl/jetctl/pkg/replay"
-	"github.com/jetctl/jetctl/pkg/streamread"
+	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
 // Exit codes, identical for every command (DESIGN §4).
@@ -114,22 +107,16 @@ func Of(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	// pkg/'s own errors first: they say what went wrong even when they
-	// wrap a cancellation or a server's error.
-	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			return s.code
+	// pkg/'s own errors first, by their kind: it says what went wrong
+	// even when they wrap a cancellation or a server's error.
+	for _, k := range kinds {
+		if errors.Is(err, k.kind) {
+			return k.code
 		}
-	}
-	var notFound *plan.NotFoundError
-	if errors.As(err, &notFound) {
-		return NotFound
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return Interrupted
-	case errors.Is(err, natsconn.ErrContext):
-		return Usage
 	case errors.Is(err, jetstream.ErrStreamNotFound),
 		errors.Is(err, jetstream.ErrConsumerNotFound),
 		errors.Is(err, jetstream.ErrConsumerDoesNotExist),
@@ -142,26 +129,19 @@ func Of(err error) int {
 	return Failure
 }
 
-// sentinels are pkg/'s typed errors and their exit codes, in the order they
-// are checked; commands return these errors as they come.
-var sentinels = []struct {
-	err  error
+// kinds are the kinds of pkg/'s errors (pkg/errkind) and their exit
+// codes, in the order they are checked. pkg/ sentinels wrap a kind; the
+// table of them is in sentinels_test.go.
+var kinds = []struct {
+	kind *errkind.Kind
 	code int
 }{
-	{pkgdlq.ErrNotSetUp, NotFound},
-	{pkgdlq.ErrNoSuchEntry, NotFound},
-	{pkgdlq.ErrInvalid, Usage},
-	{pkglease.ErrLocked, Failure},
-	{pkglease.ErrLost, Failure},
-	{streamread.ErrUnsupported, Usage},
-	{replay.ErrInvalid, Usage},
-	{pkgconsumer.ErrDataGone, NotFound},
-	{pkgconsumer.ErrBeyondEnd, NotFound},
-	{pkgmigrate.ErrVerify, Partial},
-	{pkgmigrate.ErrInvalid, Usage},
-	{pkgmigrate.ErrTargetExists, Usage},
-	{pkgmigrate.ErrUnreachable, Usage},
-	{pkgmigrate.ErrBusy, Failure},
+	{errkind.NotFound, NotFound},
+	{errkind.Invalid, Usage},
+	// A lease held by another process, or lost: a failure, though a lost
+	// lease wraps the cancellation it caused and a held one the key read.
+	{errkind.Busy, Failure},
+	{errkind.Partial, Partial},
 }
 
 var apiErrorFraming = regexp.MustCompile(`API error: code=\d+ err_code=\d+ description=`)

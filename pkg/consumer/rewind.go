@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
@@ -67,7 +68,7 @@ type RewindResult struct {
 
 // ErrDataGone: the rewind's target is before the data the stream still
 // holds. RefusedError says why and from where a rewind can start.
-var ErrDataGone = errors.New("the messages to rewind to are gone")
+var ErrDataGone = errkind.New(errkind.NotFound, "the messages to rewind to are gone")
 
 // RefusedError is a rewind refused because its target's data is gone.
 type RefusedError struct {
@@ -86,7 +87,7 @@ func (e *RefusedError) Error() string {
 func (e *RefusedError) Unwrap() error { return ErrDataGone }
 
 // ErrBeyondEnd: the target sequence is past the stream's next sequence.
-var ErrBeyondEnd = errors.New("sequence past the end of the stream")
+var ErrBeyondEnd = errkind.New(errkind.NotFound, "sequence past the end of the stream")
 
 // resetAPIMinVersion is the first server version with
 // $JS.API.CONSUMER.RESET.<stream>.<consumer>.

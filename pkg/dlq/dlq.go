@@ -12,12 +12,12 @@
 package dlq
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/lease"
 )
 
@@ -103,11 +103,11 @@ func AdvisorySubjects(source string, consumers []string) []string {
 // Errors the commands map to exit codes.
 var (
 	// ErrNotSetUp: the capture or DLQ stream is missing.
-	ErrNotSetUp = errors.New("dlq is not set up")
+	ErrNotSetUp = errkind.New(errkind.NotFound, "dlq is not set up")
 	// ErrLocked: another sweep or redrive holds the lock.
 	ErrLocked = lease.ErrLocked
 	// ErrInvalid: a configuration that cannot work.
-	ErrInvalid = errors.New("invalid")
+	ErrInvalid = errkind.New(errkind.Invalid, "invalid")
 )
 
 // RetentionName is a retention policy as the server spells it in JSON

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -186,7 +187,7 @@ func Each(ctx context.Context, js jetstream.JetStream, dlqStream string, sel Sel
 }
 
 // ErrNoSuchEntry: no DLQ message at that sequence (or for that source sequence).
-var ErrNoSuchEntry = errors.New("no such DLQ message")
+var ErrNoSuchEntry = errkind.New(errkind.NotFound, "no such DLQ message")
 
 // Get reads one DLQ entry by its DLQ sequence, or by its source sequence
 // when sourceSeq is set.

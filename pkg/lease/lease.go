@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
 // DefaultTTL is how long a lock outlives a holder that died.
@@ -25,7 +27,7 @@ const DefaultTTL = 30 * time.Second
 const Bucket = "jetctl_dlq_locks"
 
 // ErrLocked: another process holds the lease.
-var ErrLocked = errors.New("locked")
+var ErrLocked = errkind.New(errkind.Busy, "locked")
 
 // Lock is a lease on a key of the Bucket: created only if absent, kept
 // alive by its holder, and taken over by anyone once the holder has not
@@ -110,7 +112,7 @@ func (l Lease) Describe() string {
 
 // ErrLost: another process took the lease over, or it was unlocked,
 // while its holder was working.
-var ErrLost = errors.New("lost its lease")
+var ErrLost = errkind.New(errkind.Busy, "lost its lease")
 
 func bucket(ctx context.Context, js jetstream.JetStream, create bool) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, Bucket)

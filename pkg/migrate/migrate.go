@@ -30,12 +30,12 @@
 package migrate
 
 import (
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
 // Endpoint is one side of a move.
@@ -137,9 +137,9 @@ type Summary struct {
 
 var (
 	// ErrVerify: the target differs from the source; the source is kept.
-	ErrVerify = errors.New("verification failed")
+	ErrVerify = errkind.New(errkind.Partial, "verification failed")
 	// ErrBusy: another migration of the stream is running.
-	ErrBusy = errors.New("another migration of the stream is running")
+	ErrBusy = errkind.New(errkind.Busy, "another migration of the stream is running")
 	// ErrTargetExists: the target exists and is not this migration's.
-	ErrTargetExists = errors.New("target stream exists")
+	ErrTargetExists = errkind.New(errkind.Invalid, "target stream exists")
 )

@@ -23,8 +23,9 @@ func (e *SettingError) Error() string { return e.Setting + ": " + e.Err.Error() 
 
 func (e *SettingError) Unwrap() error { return e.Err }
 
-// Is makes a SettingError an ErrContext: invalid input, not a failure.
-func (e *SettingError) Is(target error) bool { return target == ErrContext }
+// Is makes a SettingError an ErrContext (and so an errkind.Invalid):
+// invalid input, not a failure.
+func (e *SettingError) Is(target error) bool { return errors.Is(ErrContext, target) }
 
 // checkFiles reads the credentials, nkey and TLS files that r names, so
 // that a missing or malformed file is one clear line naming it, before

@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
 // DefaultTimeout bounds connecting and each JetStream API request.
@@ -48,7 +50,7 @@ type Options struct {
 // unreadable) or another connection setting (a credentials or nkey file
 // that is missing or malformed: see SettingError), which is bad input
 // rather than a connection failure.
-var ErrContext = errors.New("nats context")
+var ErrContext = errkind.New(errkind.Invalid, "nats context")
 
 // Resolved is a connection whose settings have been merged with the context.
 type Resolved struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
 
+	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -33,6 +34,9 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string { return e.Label + " not found" }
+
+// Unwrap makes a NotFoundError an errkind.NotFound.
+func (e *NotFoundError) Unwrap() error { return errkind.NotFound }
 
 // Export reads the selected live resources and writes them as a YAML plan
 // file: server defaults and server metadata left out, durations and sizes

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -67,7 +68,7 @@ func (c *Config) target() string {
 
 // ErrInvalid marks what Run refuses before reading anything: a checkpoint
 // that cannot be read or does not fit the run.
-var ErrInvalid = errors.New("invalid replay")
+var ErrInvalid = errkind.New(errkind.Invalid, "invalid replay")
 
 // invalid marks err as ErrInvalid without changing its message.
 type invalid struct{ err error }

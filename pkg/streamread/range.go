@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
 // ReaderKind names how messages are read.
@@ -54,7 +56,7 @@ type Range struct {
 func (r Range) Empty() bool { return !r.Follow && r.Last < r.First }
 
 // ErrUnsupported is returned when a reader cannot serve a stream.
-var ErrUnsupported = errors.New("unsupported")
+var ErrUnsupported = errkind.New(errkind.Invalid, "unsupported")
 
 // Resolve fixes cfg's range against the stream's current state, so that a
 // replay always ends (unless following).
