@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -205,12 +204,6 @@ func (p *Publisher) start() error {
 	p.acks = a
 	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	p.server = p.nc.ConnectedUrlRedacted()
-	// The client's default handler prints raw lines ("write: broken pipe
-	// on connection [25]") when the server goes away; OnConnection says
-	// what happened instead, and --verbose keeps the detail.
-	p.nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		slog.Debug("connection error", "error", err)
-	})
 	return nil
 }
 
