@@ -136,10 +136,11 @@ func (e *ConnectError) Error() string {
 func (e *ConnectError) Unwrap() error { return e.Err }
 
 // Connect opens a connection named name. It gives up after the timeout. A
-// permission violation later on calls the abort function of ctx, if any
-// (see WithAbort).
+// permission violation later on is the connection's Refusal (see
+// RefusalOf) and calls the abort function of ctx, if any (see WithAbort).
 func (r *Resolved) Connect(ctx context.Context, name string) (*nats.Conn, error) {
-	opts, err := r.ctx.NATSOptions(nats.Name(name), nats.Timeout(r.Timeout), asyncErrors(ctx))
+	ref := newRefusal()
+	opts, err := r.ctx.NATSOptions(append([]nats.Option{nats.Name(name), nats.Timeout(r.Timeout)}, handlers(ctx, ref)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrContext, r.Context, err)
 	}
@@ -164,6 +165,7 @@ func (r *Resolved) Connect(ctx context.Context, name string) (*nats.Conn, error)
 		if res.err != nil {
 			return nil, &ConnectError{URL: RedactURL(r.Server), Err: r.explain(res.err)}
 		}
+		refusals.Store(res.nc, ref)
 		return res.nc, nil
 	}
 }

@@ -121,17 +121,86 @@ func tolerate(nc *nats.Conn, perr *PermissionError) bool {
 	return len(took) > 0
 }
 
+// refusals holds the Refusal of each open connection made by Connect.
+var refusals sync.Map // *nats.Conn → *Refusal
+
+// Refusal is the first refusal of a publish or subscription on a
+// connection that no toleration took (see Tolerate): the one that aborts
+// the command (see WithAbort). Code waiting on the connection for replies
+// (acknowledgements, say) wakes on Done rather than waiting out a timeout
+// for replies that will never come.
+type Refusal struct {
+	once sync.Once
+	done chan struct{}
+	err  *PermissionError
+}
+
+func newRefusal() *Refusal { return &Refusal{done: make(chan struct{})} }
+
+func (r *Refusal) refuse(perr *PermissionError) {
+	r.once.Do(func() {
+		r.err = perr
+		close(r.done)
+	})
+}
+
+// RefusalOf returns nc's Refusal; nil (never refused: Done is nil) for a
+// connection not made by Connect, or closed.
+func RefusalOf(nc *nats.Conn) *Refusal {
+	r, _ := refusals.Load(nc)
+	ref, _ := r.(*Refusal)
+	return ref
+}
+
+// Done is closed once the server refused the connection something.
+func (r *Refusal) Done() <-chan struct{} {
+	if r == nil {
+		return nil
+	}
+	return r.done
+}
+
+// Err is the refusal once Done is closed, else nil.
+func (r *Refusal) Err() *PermissionError {
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
+// handlers are the connection handlers natsconn installs on every
+// connection it makes (and no other code sets: see
+// TestOnlyNatsconnSetsHandlers): asynchronous errors (see asyncErrors),
+// and the closed handler that forgets the connection's Refusal.
+func handlers(ctx context.Context, ref *Refusal) []nats.Option {
+	return []nats.Option{
+		asyncErrors(ctx, ref),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			refusals.Delete(nc)
+			tolerations.Delete(nc)
+		}),
+	}
+}
+
 // asyncErrors handles the errors the server reports outside any request:
-// permission violations abort the command (see WithAbort) unless a
-// toleration takes them (see Tolerate); the rest are logged at debug
-// level rather than printed raw by nats.go.
-func asyncErrors(ctx context.Context) nats.Option {
+// permission violations are the connection's Refusal and abort the
+// command (see WithAbort) unless a toleration takes them (see Tolerate);
+// the rest (a slow consumer, the client's "write: broken pipe" when the
+// server goes away) go to the command's logger (logctx, which --verbose
+// turns up) at debug level rather than printed raw by nats.go.
+func asyncErrors(ctx context.Context, ref *Refusal) nats.Option {
 	abort, _ := ctx.Value(abortKey{}).(func(error))
 	return nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
 		if perr, ok := AsPermissionError(err); ok {
 			if tolerate(nc, perr) {
 				return
 			}
+			ref.refuse(perr)
 			if abort != nil {
 				abort(perr)
 				return

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/natsconn"
 )
 
 // MaxConsecutiveFailures stops a republish whose target keeps refusing:
@@ -112,6 +112,11 @@ type Publisher struct {
 	status     chan nats.Status
 	ackTimeout time.Duration
 
+	// refusal: the server refused the connection a publish or a
+	// subscription; refusalSeen: refused has handled it.
+	refusal     *natsconn.Refusal
+	refusalSeen bool
+
 	pending  []*copyState
 	retrying int
 	down     bool
@@ -205,12 +210,7 @@ func (p *Publisher) start() error {
 	p.acks = a
 	p.status = p.nc.StatusChanged(nats.CONNECTED, nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	p.server = p.nc.ConnectedUrlRedacted()
-	// The client's default handler prints raw lines ("write: broken pipe
-	// on connection [25]") when the server goes away; OnConnection says
-	// what happened instead, and --verbose keeps the detail.
-	p.nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		slog.Debug("connection error", "error", err)
-	})
+	p.refusal = natsconn.RefusalOf(p.nc)
 	return nil
 }
 
@@ -265,6 +265,9 @@ func (p *Publisher) step(ctx context.Context) error {
 	if p.closedErr != nil {
 		return p.closedErr
 	}
+	if perr := p.refusal.Err(); perr != nil {
+		p.refused(perr)
+	}
 	now := time.Now()
 	if p.reconnected {
 		p.reconnected = false
@@ -317,22 +320,51 @@ func (p *Publisher) errOf(c *copyState) error {
 func (p *Publisher) tried(c *copyState, err error, now time.Time) {
 	c.tries++
 	if c.tries > p.cfg.Retries || p.stopping || errors.Is(err, nats.ErrMaxPayload) {
-		c.failed = true
-		if !c.retryAt.IsZero() {
-			c.retryAt = time.Time{}
-			p.retrying--
-		}
-		p.lastErr = err
-		p.failed = append(p.failed, c.seq)
-		if p.firstFailed == 0 || c.seq < p.firstFailed {
-			p.firstFailed, p.failedFrom = c.seq, c.from
-		}
+		p.giveUp(c, err)
 		return
 	}
 	if c.retryAt.IsZero() {
 		p.retrying++
 	}
 	c.retryAt = now.Add(retryPause(c.tries))
+}
+
+// giveUp records that c could not be stored, for err.
+func (p *Publisher) giveUp(c *copyState, err error) {
+	c.failed = true
+	if !c.retryAt.IsZero() {
+		c.retryAt = time.Time{}
+		p.retrying--
+	}
+	p.lastErr = err
+	p.failed = append(p.failed, c.seq)
+	if p.firstFailed == 0 || c.seq < p.firstFailed {
+		p.firstFailed, p.failedFrom = c.seq, c.from
+	}
+}
+
+// refused ends the republish when the server refused the connection a
+// publish or a subscription (the command is stopping: see
+// natsconn.WithAbort). The copies to a refused subject stored nothing:
+// they fail now rather than wait for acknowledgements that never come.
+func (p *Publisher) refused(perr *natsconn.PermissionError) {
+	if !p.refusalSeen {
+		p.refusalSeen = true
+		if p.fatal == nil {
+			p.fatal = perr
+		}
+	}
+	if perr.Op != "publish" {
+		return
+	}
+	for _, c := range p.pending {
+		if c.msg == nil || c.failed || c.found || c.msg.Subject != perr.Subject {
+			continue
+		}
+		if stored, _ := p.acks.outcome(c); !stored {
+			p.giveUp(c, perr)
+		}
+	}
 }
 
 // retryPause grows from 250ms to 1s: long enough for a stream that is
@@ -413,8 +445,8 @@ func (p *Publisher) count(c *copyState, dup bool) {
 	p.counts.Bytes += uint64(c.bytes)
 }
 
-// wait blocks until an acknowledgement or a connection change arrives, a
-// timeout or retry is due, or ctx ends.
+// wait blocks until an acknowledgement, a connection change or the
+// server's refusal arrives, a timeout or retry is due, or ctx ends.
 func (p *Publisher) wait(ctx context.Context) error {
 	var due <-chan time.Time
 	if !p.down && len(p.pending) > 0 {
@@ -430,8 +462,13 @@ func (p *Publisher) wait(ctx context.Context) error {
 		defer t.Stop()
 		due = t.C
 	}
+	var refused <-chan struct{}
+	if !p.refusalSeen {
+		refused = p.refusal.Done()
+	}
 	select {
 	case <-p.acks.notify:
+	case <-refused:
 	case s := <-p.status:
 		p.onStatus(s)
 	case <-due:
@@ -570,8 +607,9 @@ func (p *Publisher) Close(ctx context.Context) error {
 	p.stopping = p.fatal != nil || p.closedErr != nil || ctx.Err() != nil
 	var err error
 	for len(p.pending) > 0 {
-		if serr := p.step(ctx); errors.Is(serr, ErrTargetFailing) {
-			// Collect the outcomes of what is in flight, without retries.
+		if serr := p.step(ctx); serr != nil && serr == p.fatal {
+			// The target keeps failing, or refused a copy: collect the
+			// outcomes of what is in flight, without retries.
 			err, p.stopping = serr, true
 			continue
 		} else if serr != nil {
