@@ -33,9 +33,9 @@ const (
 	maxPullBatch = 4096
 	minPullBatch = 16
 	// pullRestarts bounds how often a bounded read recreates its consumer
-	// after a gap, a reconnect or a transient error; a following one keeps
-	// trying. Both pause between attempts, from followRetryMin doubling up
-	// to followRetryMax.
+	// after a gap, a reconnect or a transient error (retry.Transient); a
+	// following one keeps trying. Both pause between attempts, from
+	// followRetryMin doubling up to followRetryMax.
 	pullRestarts   = 5
 	followRetryMin = 100 * time.Millisecond
 	followRetryMax = 5 * time.Second
@@ -138,11 +138,11 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		before := cur.last
 		err := pullOnce(ctx, js, stream, p, fn, &cur)
 		last := cur.last
-		retry := errors.Is(err, errGap) || errors.Is(err, errRestart) || errors.Is(err, errReconnected) || isTransient(err)
+		again := errors.Is(err, errGap) || errors.Is(err, errRestart) || errors.Is(err, errReconnected) || retry.Transient(err)
 		switch {
 		case errors.Is(err, ErrStop):
 			return nil
-		case retry && ctx.Err() == nil && (p.Follow || i < restarts):
+		case again && ctx.Err() == nil && (p.Follow || i < restarts):
 			if last != before {
 				backoff.Reset()
 			}
@@ -169,19 +169,6 @@ func batchFor(info *jetstream.StreamInfo, buffer uint64) int {
 	}
 	avg := max(info.State.Bytes/info.State.Msgs, 1)
 	return int(min(max(buffer/avg, minPullBatch), maxPullBatch))
-}
-
-// isTransient reports whether a following read should try again after err:
-// the connection is coming back, or the server or cluster is not ready yet
-// (timeouts, no responders, API errors of the 5xx kind). A missing stream
-// and a closed connection are not.
-func isTransient(err error) bool {
-	var jsErr jetstream.JetStreamError
-	if errors.As(err, &jsErr) && jsErr.APIError() != nil {
-		return jsErr.APIError().Code >= 500
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // cursor is where a read is, across the consumers it creates.
