@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // Severity ranks a finding: info is worth knowing, warning needs a look,
@@ -197,15 +197,25 @@ func FilterSubjects(cfg jetstream.ConsumerConfig) []string {
 }
 
 // leaderless reports whether err is the cluster failing to answer for an
-// asset: no leader (10008, "JetStream system temporarily unavailable"),
-// every replica offline, or no reply at all within the request timeout.
+// asset: what retry.Transient counts (no leader, 10008; every replica
+// offline, 10118/10119; no reply within the request timeout; ...), or an
+// asset offline for a reason (10194/10195, e.g. a feature this server
+// lacks), which no retry changes but which leaves it without a leader all
+// the same. Explain does not retry: it reports a no-leader finding.
 func leaderless(err error) bool {
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == 10008 || strings.Contains(strings.ToLower(apiErr.Description), "offline")
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == errStreamOfflineReason || apiErr.ErrorCode == errConsumerOfflineReason) {
+		return true
 	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+	return retry.Transient(err)
 }
+
+// The server's "stream is offline: <reason>" and "consumer is offline:
+// <reason>".
+const (
+	errStreamOfflineReason   jetstream.ErrorCode = 10194
+	errConsumerOfflineReason jetstream.ErrorCode = 10195
+)
 
 func noLeaderFinding(stream, consumer, what string, err error) Finding {
 	reason := strings.TrimPrefix(err.Error(), "nats: ")

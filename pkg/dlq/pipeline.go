@@ -7,6 +7,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // The sweep, redrive and purge run as streaming pipelines: stages connected
@@ -112,7 +113,7 @@ func (p *piped) delete(stream string, seq uint64, done func(error)) {
 // other tries of retryTransient with request (and a context that nothing
 // cancels), and calls done with their outcome.
 func (p *piped) again(err error, request func(work context.Context) error, done func(error)) {
-	if err == nil || !transient(err) {
+	if err == nil || !retry.Transient(err) {
 		done(err)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // A delete the server does not answer on the pipe is tried again, and its
@@ -89,7 +90,7 @@ func TestPipedDeleteRetriesUnanswered(t *testing.T) {
 	defer none.close()
 	none.delete("JOBS", 3, func(err error) { done <- err })
 	// No responders, or on a busy machine a last try that ran out of time.
-	if err := <-done; err == nil || !transient(err) {
+	if err := <-done; err == nil || !retry.Transient(err) {
 		t.Fatalf("nobody serving: %v", err)
 	}
 	if n := calls.Load(); n != 1 {

@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,17 +15,10 @@ import (
 // sweep with the message reported failed (and retried by the next run).
 const transientAttempts = 4
 
-// transient says whether err is the server not answering (a restart, a
-// reconnect, an election), as opposed to an answer.
-func transient(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrDisconnected)
-}
-
 // retryTransient runs request until it gets an answer, an error that is
-// not transient, or transientAttempts tries; between tries it pauses (a
-// growing pause) and waits for the connection to be back (at most
-// timeout), both ending with ctx.
+// not transient (retry.Transient), or transientAttempts tries; between
+// tries it pauses (a growing pause) and waits for the connection to be
+// back (at most timeout), both ending with ctx.
 func retryTransient(ctx context.Context, nc *nats.Conn, timeout time.Duration, request func() error) error {
 	return retryTransientAfter(ctx, nc, timeout, nil, request)
 }
@@ -39,7 +31,7 @@ func retryTransientAfter(ctx context.Context, nc *nats.Conn, timeout time.Durati
 	if first != nil {
 		attempts--
 	}
-	return retry.Do(ctx, retry.Policy{Attempts: attempts, Pause: 100 * time.Millisecond, Retryable: transient},
+	return retry.Do(ctx, retry.Policy{Attempts: attempts, Pause: 100 * time.Millisecond, Retryable: retry.Transient},
 		func(ctx context.Context) error {
 			if last != nil {
 				// Not again once ctx has ended: the sweep is stopping.

@@ -96,7 +96,10 @@ func (c *Client) WithTimeout(ctx context.Context) (context.Context, context.Canc
 }
 
 // requestRaw sends body to the API subject and returns the reply, riding
-// out a leader election (no responders) within the request's timeout.
+// out what retry.Transient counts (no responders during an election, a
+// request lost to a reconnect) within the request's timeout. The requests
+// sent this way (gets, info, lists, deletes of a message) are safe to
+// repeat.
 func (c *Client) requestRaw(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
 	if _, ok := ctx.Deadline(); !ok && ctx.Done() == nil {
 		// Nothing can cancel ctx (a sweep finishing what is in flight):
@@ -107,9 +110,8 @@ func (c *Client) requestRaw(ctx context.Context, subject string, body []byte) (*
 	ctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 	var reply *nats.Msg
-	// No responders: a leader election is under way; try again.
 	err := retry.Do(ctx, retry.Policy{Attempts: 21, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
-		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) }},
+		Retryable: retry.Transient},
 		func(ctx context.Context) (err error) {
 			c.TraceRequest(c.Prefix+subject, body)
 			reply, err = c.NC.RequestWithContext(ctx, c.Prefix+subject, body)
@@ -133,7 +135,7 @@ func (c *Client) requestTimeout(ctx context.Context, subject string, body []byte
 	var reply *nats.Msg
 	deadline := time.Now().Add(c.Timeout)
 	err := retry.Do(ctx, retry.Policy{Attempts: 21, Pause: 100 * time.Millisecond, MaxPause: 100 * time.Millisecond,
-		Retryable: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) && time.Until(deadline) > 0 }},
+		Retryable: func(err error) bool { return retry.Transient(err) && time.Until(deadline) > 0 }},
 		func(context.Context) (err error) {
 			c.TraceRequest(c.Prefix+subject, body)
 			reply, err = c.NC.Request(c.Prefix+subject, body, max(time.Until(deadline), time.Millisecond))

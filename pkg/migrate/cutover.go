@@ -251,7 +251,7 @@ func (m *mover) hold(ctx context.Context, tinfo *jetstream.StreamInfo, st *state
 // through the same queue and is refused, storing nothing: its answer
 // comes after everything queued before it.
 func (m *mover) drainInbound(ctx context.Context) error {
-	return retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+	return retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: retry.Transient}, func(ctx context.Context) error {
 		_, err := m.src.JS.PublishMsg(ctx, &nats.Msg{Subject: PlaceholderSubject(m.srcName), Header: nats.Header{HeaderEnd: []string{"barrier"}}},
 			jetstream.WithExpectStream(m.srcName), jetstream.WithExpectLastSequence(math.MaxUint64))
 		var apiErr *jetstream.APIError
@@ -614,7 +614,7 @@ func (m *mover) seat(ctx context.Context, c savedConsumer, targetLast uint64) er
 	if reset {
 		// Idempotent, so tried again when unanswered (a replicated
 		// consumer on a busy cluster can take longer than a request).
-		err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 200 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+		err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 200 * time.Millisecond, Retryable: retry.Transient}, func(ctx context.Context) error {
 			_, err := m.dst.JS.ResetConsumerToSequence(ctx, m.dstName, cc.Name, next)
 			return err
 		})
@@ -700,8 +700,4 @@ func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name stri
 		return nil, err
 	}
 	return c.CachedInfo(), nil
-}
-
-func isNATSTransient(err error) bool {
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrDisconnected)
 }

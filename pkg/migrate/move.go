@@ -664,7 +664,7 @@ func (m *mover) liveRetry(ctx context.Context, round func(ctx context.Context) e
 	warned := false
 	return retry.Do(ctx, retry.Policy{Within: mirrorErrorGrace, Pause: 250 * time.Millisecond, MaxPause: 2 * time.Second,
 		Retryable: func(err error) bool {
-			if !transient(err) || ctx.Err() != nil {
+			if !retry.Transient(err) || ctx.Err() != nil {
 				return false
 			}
 			if !warned {
@@ -868,7 +868,7 @@ func (m *mover) gone(ctx context.Context, seq uint64) (bool, error) {
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return true, nil
-	case err != nil && !transient(err):
+	case err != nil && !retry.Transient(err):
 		return false, fmt.Errorf("stream %q: seq %d: %w", m.srcName, seq, err)
 	}
 	return false, nil
@@ -1032,7 +1032,7 @@ func (m *mover) finishCopy(ctx context.Context) (*Summary, error) {
 // for a moment.
 func updateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (*jetstream.StreamInfo, error) {
 	var si *jetstream.StreamInfo
-	err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+	err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: retry.Transient}, func(ctx context.Context) error {
 		s, err := js.UpdateStream(ctx, cfg)
 		if err == nil {
 			si = s.CachedInfo()
@@ -1047,7 +1047,7 @@ func updateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 
 func streamInfo(ctx context.Context, js jetstream.JetStream, name string, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
 	var si *jetstream.StreamInfo
-	err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: transient}, func(ctx context.Context) error {
+	err := retry.Do(ctx, retry.Policy{Attempts: 5, Pause: 100 * time.Millisecond, Retryable: retry.Transient}, func(ctx context.Context) error {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return err
@@ -1067,11 +1067,6 @@ func getMsg(ctx context.Context, js jetstream.JetStream, name string, seq uint64
 		return nil, err
 	}
 	return s.GetMsg(ctx, seq)
-}
-
-func transient(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
-		errors.Is(err, jetstream.ErrServerShutdown) || isNATSTransient(err)
 }
 
 // durables lists the source's durable consumers.

@@ -545,7 +545,10 @@ const reconfigureWait = 5 * time.Minute
 
 // retryWhileReconfiguring runs update until the server stops refusing it
 // because a move (10124) or another reconfiguration (10226) of the stream
-// is still in progress, for at most reconfigureWait.
+// is still in progress, for at most reconfigureWait. Those refusals are
+// not retry.Transient (an answer: the server is busy with the stream, for
+// minutes), and a transient error is not retried here: five minutes of
+// tries would hide a server that is gone.
 func retryWhileReconfiguring(ctx context.Context, update func(context.Context) error) error {
 	return retry.Do(ctx, retry.Policy{
 		Within: reconfigureWait, Pause: 100 * time.Millisecond, MaxPause: 2 * time.Second,

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
@@ -243,7 +242,8 @@ const leaderPoll = time.Second
 
 // waitForLeader runs get until it answers, for at most wait: an info
 // request about a stream or consumer without a leader times out or gets
-// "cluster not available". Not found is errGone.
+// "cluster not available" (10008), which retry.Transient counts with the
+// rest of what a moment may change. Not found is errGone.
 func waitForLeader[T any](ctx context.Context, wait time.Duration, label string, get func(context.Context) (T, error)) (T, error) {
 	deadline := time.Now().Add(wait)
 	pause := 50 * time.Millisecond
@@ -258,7 +258,7 @@ func waitForLeader[T any](ctx context.Context, wait time.Duration, label string,
 			return v, errGone
 		case ctx.Err() != nil:
 			return v, ctx.Err()
-		case !leaderless(err):
+		case !retry.Transient(err):
 			return v, fmt.Errorf("%s: %w", label, err)
 		case !time.Now().Before(deadline):
 			return v, fmt.Errorf("%s: no leader answered within %s (the cluster may still be electing one; try again, or give a longer --timeout): %w", label, wait, err)
@@ -269,20 +269,6 @@ func waitForLeader[T any](ctx context.Context, wait time.Duration, label string,
 		pause = min(2*pause, 500*time.Millisecond)
 	}
 }
-
-// leaderless reports whether err is what a request about a group without
-// a leader gets: no reply in time, or "JetStream cluster not available".
-func leaderless(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == jsErrClusterNotAvailable
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
-}
-
-// jsErrClusterNotAvailable is the server's "JetStream system temporarily
-// unavailable" while a group or the meta layer has no leader.
-const jsErrClusterNotAvailable jetstream.ErrorCode = 10008
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

@@ -77,7 +77,7 @@ func (e *electingJS) consumerNames(ctx context.Context, stream string, leaderWai
 
 func (e *electingJS) Consumer(ctx context.Context, stream, name string) (jetstream.Consumer, error) {
 	if stream == e.stream && name == e.consumer && !e.answer() {
-		return nil, &jetstream.APIError{Code: 503, ErrorCode: jsErrClusterNotAvailable, Description: "JetStream system temporarily unavailable"}
+		return nil, &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
 	}
 	return e.JetStream.Consumer(ctx, stream, name)
 }

@@ -33,9 +33,9 @@ const (
 	maxPullBatch = 4096
 	minPullBatch = 16
 	// pullRestarts bounds how often a bounded read recreates its consumer
-	// after a gap, a reconnect or a transient error; a following one keeps
-	// trying. Both pause between attempts, from followRetryMin doubling up
-	// to followRetryMax.
+	// after a gap, a reconnect or a transient error (retry.Transient); a
+	// following one keeps trying. Both pause between attempts, from
+	// followRetryMin doubling up to followRetryMax.
 	pullRestarts   = 5
 	followRetryMin = 100 * time.Millisecond
 	followRetryMax = 5 * time.Second
@@ -138,11 +138,11 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 		before := cur.last
 		err := pullOnce(ctx, js, stream, p, fn, &cur)
 		last := cur.last
-		retry := errors.Is(err, errGap) || errors.Is(err, errRestart) || errors.Is(err, errReconnected) || isTransient(err)
+		again := errors.Is(err, errGap) || errors.Is(err, errRestart) || errors.Is(err, errReconnected) || retry.Transient(err)
 		switch {
 		case errors.Is(err, ErrStop):
 			return nil
-		case retry && ctx.Err() == nil && (p.Follow || i < restarts):
+		case again && ctx.Err() == nil && (p.Follow || i < restarts):
 			if last != before {
 				backoff.Reset()
 			}
@@ -171,28 +171,6 @@ func batchFor(info *jetstream.StreamInfo, buffer uint64) int {
 	return int(min(max(buffer/avg, minPullBatch), maxPullBatch))
 }
 
-// nothingPending asks the server whether the consumer has anything left to
-// deliver; no answer counts as "something".
-func nothingPending(ctx context.Context, cons jetstream.Consumer) bool {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	info, err := cons.Info(ctx)
-	return err == nil && info.NumPending == 0
-}
-
-// isTransient reports whether a following read should try again after err:
-// the connection is coming back, or the server or cluster is not ready yet
-// (timeouts, no responders, API errors of the 5xx kind). A missing stream
-// and a closed connection are not.
-func isTransient(err error) bool {
-	var jsErr jetstream.JetStreamError
-	if errors.As(err, &jsErr) && jsErr.APIError() != nil {
-		return jsErr.APIError().Code >= 500
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
-}
-
 // cursor is where a read is, across the consumers it creates.
 type cursor struct {
 	// last is the last stream sequence handed over (or filtered out).
@@ -204,7 +182,8 @@ type cursor struct {
 	skipThrough uint64
 }
 
-// pullOnce is one consumer's part of a read.
+// pullOnce is one consumer's part of a read: it creates the consumer,
+// pulls from it until the read ends or has to start over, and removes it.
 func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, p *OrderedRead, fn func(*StoredMsg) error, cur *cursor) error {
 	nc := js.Conn()
 	api := jsapi.New(js)
@@ -220,28 +199,7 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		return fmt.Errorf("%s: %w", p.Label, err)
 	}
 	info := cons.CachedInfo()
-	defer func() {
-		// Remove the consumer now rather than at its inactive threshold,
-		// so that it does not linger in listings; not while disconnected,
-		// where the request would only hold up an interrupted read.
-		if !nc.IsConnected() {
-			return
-		}
-		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-			// The caller's time is up (a --wait that expired): ask for
-			// the removal without waiting for an answer that a hung
-			// server may never send. Closing the connection flushes the
-			// request; the inactive threshold removes the consumer if it
-			// is lost.
-			subject := api.Prefix + "CONSUMER.DELETE." + info.Stream + "." + info.Name
-			api.TraceRequest(subject, nil)
-			_ = nc.PublishRequest(subject, nc.NewInbox(), nil)
-			return
-		}
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cleanupTimeout())
-		_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
-		cancel()
-	}()
+	defer removeConsumer(ctx, js, api, info, p.cleanupTimeout())
 	if cur.last == 0 && p.Consumer.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy {
 		// What the consumer starts after counts as seen: a following read
 		// from now (or from a time) that loses its consumer before its
@@ -255,148 +213,248 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 		return nil
 	}
 
-	batch := batchFor(stream.CachedInfo(), p.buffer())
+	pl := &puller{p: p, fn: fn, cur: cur, nc: nc, api: api, batch: batchFor(stream.CachedInfo(), p.buffer()),
+		result: make(chan error, 1), idle: make(chan struct{}, 1)}
 	logctx.From(ctx).Debug("reading with a pull consumer", "of", p.Label, "consumer", info.Name,
-		"after_seq", cur.last, "pending", info.NumPending, "batch", batch, "follow", p.Follow)
-	next := api.Prefix + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
-	request := fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
-		batch, int64(time.Hour), int64(p.heartbeat()))
+		"after_seq", cur.last, "pending", info.NumPending, "batch", pl.batch, "follow", p.Follow)
+	pl.next = api.Prefix + "CONSUMER.MSG.NEXT." + info.Stream + "." + info.Name
+	pl.request = fmt.Appendf(nil, `{"batch":%d,"expires":%d,"idle_heartbeat":%d}`,
+		pl.batch, int64(time.Hour), int64(p.heartbeat()))
 	// A plain inbox: one under the connection's response prefix would also
 	// reach the request multiplexer with every message.
-	inbox := nc.NewInbox()
-
-	var (
-		// mu is held while a message is handled; stopped, once set under
-		// it, means fn is never called again.
-		mu      sync.Mutex
-		stopped bool
-		result  = make(chan error, 1)
-		heard   atomic.Uint64
-		// busy is set while a message is handled: a callback that
-		// takes long (a stalled pipe downstream) is not a silent server.
-		busy     atomic.Bool
-		cseq     uint64
-		received int
-	)
-	finish := func(err error) {
-		stopped = true
-		result <- err
-	}
-	pull := func() {
-		api.TraceRequest(next, request)
-		if err := nc.PublishRequest(next, inbox, request); err != nil {
-			finish(fmt.Errorf("%s: %w", p.Label, err))
-		}
-	}
-	sub, err := nc.Subscribe(inbox, func(m *nats.Msg) {
-		heard.Add(1)
-		busy.Store(true)
-		defer busy.Store(false)
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if m.Reply == "" {
-			// A status: 100 is an idle heartbeat; 404 and 408 end a pull
-			// with nothing more to give, which a bounded read reaches
-			// only when messages were removed under it, and a following
-			// one when its hour-long pull expires.
-			switch code := statusCode(m); {
-			case code == "100" && !p.Follow:
-				// The server had nothing to send for a heartbeat: a
-				// bounded read whose last messages were removed (expired,
-				// purged) under it is done, rather than waiting an hour
-				// for its pull to expire.
-				if nothingPending(ctx, cons) {
-					finish(nil)
-				}
-			case code == "100":
-			case (code == "404" || code == "408") && p.Follow:
-				pull()
-			case code == "404" || code == "408":
-				finish(nil)
-			case code == "409" || code == "503" || p.Follow:
-				// 409 Consumer Deleted or Leadership Change, 503 no
-				// responders after a restart: start over.
-				finish(errRestart)
-			default:
-				finish(fmt.Errorf("%s: reading: %s %s", p.Label, code, m.Header.Get("Description")))
-			}
-			return
-		}
-		md, ok := parseAckReply(m.Reply)
-		if !ok {
-			finish(fmt.Errorf("%s: reading: unexpected reply subject %q", p.Label, m.Reply))
-			return
-		}
-		if md.cseq != cseq+1 {
-			finish(errGap)
-			return
-		}
-		cseq = md.cseq
-		if !p.Follow && md.sseq > p.EndSeq {
-			finish(nil)
-			return
-		}
-		if md.pending == 0 {
-			cur.caughtUp = true
-		}
-		// A message up to skipThrough was handed over by an earlier
-		// consumer of this read.
-		skip := md.sseq <= cur.skipThrough
-		if !skip {
-			cur.last = md.sseq
-		}
-		if !skip && (p.Match == nil || p.Match(m.Subject)) {
-			sm := StoredMsg{Subject: m.Subject, Seq: md.sseq, Time: time.Unix(0, md.ts), Header: m.Header, Data: m.Data}
-			if err := fn(&sm); err != nil {
-				finish(err)
-				return
-			}
-		}
-		if !p.Follow && (md.sseq >= p.EndSeq || md.pending == 0) {
-			finish(nil)
-			return
-		}
-		if received++; received%batch == 0 {
-			pull()
-		}
-	})
+	pl.inbox = nc.NewInbox()
+	sub, err := nc.Subscribe(pl.inbox, pl.receive)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Label, err)
 	}
 	defer func() {
 		_ = sub.Unsubscribe()
 	}()
-	abort := func(err error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			// The read ended in the meantime: its result wins.
-			return <-result
-		}
-		stopped = true
-		return err
-	}
-	mu.Lock()
+	pl.mu.Lock()
 	for range 2 {
-		if !stopped {
-			pull()
+		if !pl.stopped {
+			pl.pull()
 		}
 	}
-	mu.Unlock()
+	pl.mu.Unlock()
+	return pl.wait(ctx, cons, sub, reconnected, disconnected, reconnects)
+}
+
+// removeConsumer removes a read's consumer now rather than at its inactive
+// threshold, so that it does not linger in listings; not while
+// disconnected, where the request would only hold up an interrupted read.
+func removeConsumer(ctx context.Context, js jetstream.JetStream, api *jsapi.Client, info *jetstream.ConsumerInfo, timeout time.Duration) {
+	nc := js.Conn()
+	if !nc.IsConnected() {
+		return
+	}
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		// The caller's time is up (a --wait that expired): ask for the
+		// removal without waiting for an answer that a hung server may
+		// never send. Closing the connection flushes the request; the
+		// inactive threshold removes the consumer if it is lost.
+		subject := api.Prefix + "CONSUMER.DELETE." + info.Stream + "." + info.Name
+		api.TraceRequest(subject, nil)
+		_ = nc.PublishRequest(subject, nc.NewInbox(), nil)
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	_ = js.DeleteConsumer(dctx, info.Stream, info.Name)
+	cancel()
+}
+
+// idleCheckTimeout bounds the consumer info request of an idle check.
+const idleCheckTimeout = 5 * time.Second
+
+// puller is one consumer's pulls: receive handles what the server sends
+// to the inbox, in the subscription's callback; wait, on the reading
+// goroutine, watches over the read and has the requests made that would
+// hold up the callback.
+type puller struct {
+	p     *OrderedRead
+	fn    func(*StoredMsg) error
+	cur   *cursor
+	nc    *nats.Conn
+	api   *jsapi.Client
+	batch int
+	// next, request and inbox make a pull request.
+	next    string
+	request []byte
+	inbox   string
+
+	// mu is held while a message is handled, never while waiting for the
+	// server; stopped, once set under it, means fn is never called again.
+	mu      sync.Mutex
+	stopped bool
+	// cseq is the consumer sequence of the last message handled.
+	cseq     uint64
+	received int
+	// result takes the read's outcome, sent once by finish.
+	result chan error
+	// heard counts what the server sent; busy is set while a message is
+	// handled: a callback that takes long (a stalled pipe downstream) is
+	// not a silent server.
+	heard atomic.Uint64
+	busy  atomic.Bool
+	// idle is signalled by an idle heartbeat of a bounded read: wait asks
+	// the server whether anything is left (see endIfDrained).
+	idle chan struct{}
+}
+
+// finish ends the read with err; mu is held.
+func (pl *puller) finish(err error) {
+	pl.stopped = true
+	pl.result <- err
+}
+
+// pull asks for the next batch; mu is held.
+func (pl *puller) pull() {
+	pl.api.TraceRequest(pl.next, pl.request)
+	if err := pl.nc.PublishRequest(pl.next, pl.inbox, pl.request); err != nil {
+		pl.finish(fmt.Errorf("%s: %w", pl.p.Label, err))
+	}
+}
+
+// receive is the subscription's callback: a message or a status.
+func (pl *puller) receive(m *nats.Msg) {
+	pl.heard.Add(1)
+	pl.busy.Store(true)
+	defer pl.busy.Store(false)
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.stopped {
+		return
+	}
+	if m.Reply == "" {
+		pl.status(m)
+		return
+	}
+	pl.message(m)
+}
+
+// status handles a status; mu is held. 100 is an idle heartbeat; 404 and
+// 408 end a pull with nothing more to give, which a bounded read reaches
+// only when messages were removed under it, and a following one when its
+// hour-long pull expires.
+func (pl *puller) status(m *nats.Msg) {
+	p := pl.p
+	switch code := statusCode(m); {
+	case code == "100" && !p.Follow:
+		// The server had nothing to send for a heartbeat: a bounded read
+		// whose last messages were removed (expired, purged) under it is
+		// done, rather than waiting an hour for its pull to expire.
+		// Asking the server is for wait to arrange: a request here would
+		// hold up every message behind it.
+		select {
+		case pl.idle <- struct{}{}:
+		default:
+		}
+	case code == "100":
+	case (code == "404" || code == "408") && p.Follow:
+		pl.pull()
+	case code == "404" || code == "408":
+		pl.finish(nil)
+	case code == "409" || code == "503" || p.Follow:
+		// 409 Consumer Deleted or Leadership Change, 503 no responders
+		// after a restart: start over.
+		pl.finish(errRestart)
+	default:
+		pl.finish(fmt.Errorf("%s: reading: %s %s", p.Label, code, m.Header.Get("Description")))
+	}
+}
+
+// message hands a message over to fn, in order; mu is held.
+func (pl *puller) message(m *nats.Msg) {
+	p, cur := pl.p, pl.cur
+	md, ok := parseAckReply(m.Reply)
+	if !ok {
+		pl.finish(fmt.Errorf("%s: reading: unexpected reply subject %q", p.Label, m.Reply))
+		return
+	}
+	if md.cseq != pl.cseq+1 {
+		pl.finish(errGap)
+		return
+	}
+	pl.cseq = md.cseq
+	if !p.Follow && md.sseq > p.EndSeq {
+		pl.finish(nil)
+		return
+	}
+	if md.pending == 0 {
+		cur.caughtUp = true
+	}
+	// A message up to skipThrough was handed over by an earlier consumer
+	// of this read.
+	skip := md.sseq <= cur.skipThrough
+	if !skip {
+		cur.last = md.sseq
+	}
+	if !skip && (p.Match == nil || p.Match(m.Subject)) {
+		sm := StoredMsg{Subject: m.Subject, Seq: md.sseq, Time: time.Unix(0, md.ts), Header: m.Header, Data: m.Data}
+		if err := pl.fn(&sm); err != nil {
+			pl.finish(err)
+			return
+		}
+	}
+	if !p.Follow && (md.sseq >= p.EndSeq || md.pending == 0) {
+		pl.finish(nil)
+		return
+	}
+	if pl.received++; pl.received%pl.batch == 0 {
+		pl.pull()
+	}
+}
+
+// abort ends the read with err, unless it ended in the meantime: then its
+// result wins.
+func (pl *puller) abort(err error) error {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.stopped {
+		return <-pl.result
+	}
+	pl.stopped = true
+	return err
+}
+
+// endIfDrained ends the read if the consumer has nothing pending and every
+// message it delivered (up to its delivered consumer sequence) has been
+// handled; a message still on its way to the callback ends the read there
+// instead. It reports whether it ended the read.
+func (pl *puller) endIfDrained(ci *jetstream.ConsumerInfo) bool {
+	if ci == nil || ci.NumPending > 0 {
+		return false
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.stopped || ci.Delivered.Consumer > pl.cseq {
+		return false
+	}
+	pl.stopped = true
+	return true
+}
+
+// wait watches over the read until it ends: its result, ctx, a reconnect,
+// a server silent for three heartbeats, or, for a bounded read that heard
+// an idle heartbeat, a consumer with nothing left (asked on a goroutine of
+// its own, so that neither the callback nor this loop waits for it).
+func (pl *puller) wait(ctx context.Context, cons jetstream.Consumer, sub *nats.Subscription, reconnected, disconnected <-chan nats.Status, reconnects uint64) error {
+	p := pl.p
+	checkCtx, cancelCheck := context.WithCancel(ctx)
+	defer cancelCheck()
+	checked := make(chan *jetstream.ConsumerInfo, 1)
+	checking := false
 	tick := time.NewTicker(p.heartbeat())
 	defer tick.Stop()
-	seen, quiet := heard.Load(), 0
+	seen, quiet := pl.heard.Load(), 0
 	for {
 		select {
-		case err := <-result:
+		case err := <-pl.result:
 			// A consumer lost across a reconnect (a 503 after a server
 			// restart) is the reconnect: the status listener may not
 			// have been told yet, but the counter already moved.
 			if errors.Is(err, errRestart) {
-				if nc.Stats().Reconnects > reconnects || !nc.IsConnected() {
+				if pl.nc.Stats().Reconnects > reconnects || !pl.nc.IsConnected() {
 					return errReconnected
 				}
 				// A server shutting down says so (409) before it closes
@@ -410,21 +468,40 @@ func pullOnce(ctx context.Context, js jetstream.JetStream, stream jetstream.Stre
 			}
 			return err
 		case <-ctx.Done():
-			return abort(ctx.Err())
+			return pl.abort(ctx.Err())
 		case <-reconnected:
-			return abort(errReconnected)
+			return pl.abort(errReconnected)
+		case <-pl.idle:
+			if !checking {
+				checking = true
+				go func() {
+					ictx, cancel := context.WithTimeout(checkCtx, idleCheckTimeout)
+					defer cancel()
+					ci, err := cons.Info(ictx)
+					if err != nil {
+						// No answer counts as "something pending".
+						ci = nil
+					}
+					checked <- ci
+				}()
+			}
+		case ci := <-checked:
+			checking = false
+			if pl.endIfDrained(ci) {
+				return nil
+			}
 		case <-tick.C:
 			// Silence counts only while nothing waits to be handled.
 			pending, _, _ := sub.Pending()
-			if n := heard.Load(); n != seen || busy.Load() || pending > 0 {
+			if n := pl.heard.Load(); n != seen || pl.busy.Load() || pending > 0 {
 				seen, quiet = n, 0
 				continue
 			}
 			if quiet++; quiet >= 3 {
 				if p.Follow {
-					return abort(errRestart)
+					return pl.abort(errRestart)
 				}
-				return abort(fmt.Errorf("%s: reading: no message from the server in %s", p.Label, 3*p.heartbeat()))
+				return pl.abort(fmt.Errorf("%s: reading: no message from the server in %s", p.Label, 3*p.heartbeat()))
 			}
 		}
 	}
