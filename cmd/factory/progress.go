@@ -18,17 +18,26 @@ func (f *Factory) NewProgress(total int64, description string, disabled bool) *P
 	if disabled || !f.IO.StderrTTY {
 		return nil
 	}
-	bar := progressbar.NewOptions64(total,
+	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(f.IO.ErrOut),
 		progressbar.OptionSetDescription(description),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString("msgs"),
-		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionThrottle(100 * time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetWidth(30),
-	)
-	return &Progress{bar: bar}
+	}
+	if total < 0 {
+		// A bar of unknown length runs a spinner goroutine that reads the
+		// bar's start time without its lock, while the first render writes
+		// it under the lock: a data race (progressbar v3.19.1) whenever the
+		// first Set comes after the spinner's first tick. Rendering the
+		// blank bar at once sets the start time before that goroutine
+		// starts, and nothing writes it again.
+		opts = append(opts, progressbar.OptionSetRenderBlankState(true))
+	}
+	return &Progress{bar: progressbar.NewOptions64(total, opts...)}
 }
 
 // Set moves the bar to n.

@@ -54,7 +54,7 @@ func Setup(nodes int) func(*testscript.Env) error {
 		env.Setenv("HOME", home)
 		env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 		env.Setenv("NO_COLOR", "1")
-		return nil
+		return raceReports(env)
 	}
 }
 
@@ -545,7 +545,7 @@ func cmdBGServer(ts *testscript.TestScript, neg bool, args []string) {
 		bin, err := exec.LookPath("jetctl")
 		ts.Check(err)
 		cmd := exec.Command(bin, append([]string{"server", "--port", "0"}, args[1:]...)...)
-		cmd.Env = os.Environ()
+		cmd.Env = append(os.Environ(), "GORACE="+ts.Getenv("GORACE"))
 		cmd.Dir = ts.Getenv("WORK")
 		cmd.Stderr = io.Discard
 		stdout, err := cmd.StdoutPipe()

@@ -39,7 +39,7 @@ func cmdInterruptBusy(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	cmd := exec.Command(bin, args[3:]...)
 	cmd.Env = os.Environ()
-	for _, name := range []string{"NATS_URL", "NATS_CONTEXT", "HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH"} {
+	for _, name := range []string{"NATS_URL", "NATS_CONTEXT", "HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH", "GORACE"} {
 		cmd.Env = append(cmd.Env, name+"="+ts.Getenv(name))
 	}
 	cmd.Dir = ts.Getenv("WORK")
