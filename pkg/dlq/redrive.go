@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
+	"github.com/jetctl/jetctl/pkg/mover"
 )
 
 // RedriveConfig says what to send back.
@@ -216,7 +217,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		})
 	}()
 	stopped := false
-	sent := serial(in, pipeDepth, func(it *redriveItem) {
+	sent := mover.Serial(in, pipeDepth, func(it *redriveItem) {
 		if !it.send {
 			return
 		}
@@ -241,7 +242,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		}
 		it.fut = fut
 	})
-	settled := serial(sent, pipeDepth, func(it *redriveItem) {
+	settled := mover.Serial(sent, pipeDepth, func(it *redriveItem) {
 		if !it.send || it.skipped {
 			return
 		}
@@ -272,7 +273,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		}
 		it.msg, it.fut = nil, nil
 	})
-	removed := ordered(settled, deleteWorkers, func(it *redriveItem, done func()) {
+	removed := mover.Ordered(settled, deleteWorkers, func(it *redriveItem, done func()) {
 		if del == nil || it.rec.Status != StatusRedriven {
 			done()
 			return
@@ -379,7 +380,7 @@ func Purge(ctx context.Context, js jetstream.JetStream, cfg PurgeConfig) (int, i
 		}
 		defer del.close()
 	}
-	deleted := ordered(in, deleteWorkers, func(it *purgeItem, done func()) {
+	deleted := mover.Ordered(in, deleteWorkers, func(it *purgeItem, done func()) {
 		if del == nil {
 			done()
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
+	"github.com/jetctl/jetctl/pkg/mover"
 	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -502,10 +503,10 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 			}
 		})
 	}()
-	got := ordered(s.prefetch(ctx, in), getWorkers, func(it *item, done func()) { s.get(work, p, it, done) })
-	sent := serial(got, pipeDepth, func(it *item) { s.publish(ctx, it) })
-	settled := serial(sent, pipeDepth, func(it *item) { s.settle(work, it) })
-	removed := ordered(settled, deleteWorkers, func(it *item, done func()) { s.remove(work, p, it, done) })
+	got := mover.Ordered(s.prefetch(ctx, in), getWorkers, func(it *item, done func()) { s.get(work, p, it, done) })
+	sent := mover.Serial(got, pipeDepth, func(it *item) { s.publish(ctx, it) })
+	settled := mover.Serial(sent, pipeDepth, func(it *item) { s.settle(work, it) })
+	removed := mover.Ordered(settled, deleteWorkers, func(it *item, done func()) { s.remove(work, p, it, done) })
 	for it := range removed {
 		s.finish(it)
 	}
@@ -659,7 +660,9 @@ func (s *sweeper) prefetch(ctx context.Context, in <-chan *item) <-chan *item {
 			}
 		})
 	}
-	done := ordered(rows, 1, func(row []*item, done func()) { jobs <- job{row, done} })
+	// At most directWorkers rows in the stage, so a worker is free for
+	// each row started: directWorkers direct gets in flight.
+	done := mover.Ordered(rows, directWorkers, func(row []*item, done func()) { jobs <- job{row, done} })
 	out := make(chan *item, pipeDepth)
 	go func() {
 		defer close(out)
