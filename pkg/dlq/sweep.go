@@ -6,13 +6,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
+	"github.com/jetctl/jetctl/pkg/mover"
 )
 
 // The sweep, by job: this file is what a sweep is (its config, records,
@@ -122,13 +122,13 @@ type item struct {
 	out *outcome
 	rec Record
 	src *envelope.Message
-	msg *nats.Msg
-	fut jetstream.PubAckFuture
-	// sync: the async publish was refused at once; publish and wait.
-	sync bool
+	// pub is the copy on its way through the window, from the publish
+	// stage to the settle stage.
+	pub *mover.Pub
 	// scanned: found by --scan, not by an advisory.
 	scanned bool
-	// tooLarge: the copy would exceed max_payload; msg is its pointer copy.
+	// tooLarge: the copy was refused for its size, and the DLQ holds its
+	// pointer copy (or already did).
 	tooLarge bool
 	// limit names the limit the copy exceeds, for the record's note;
 	// "" is the server's max_payload.
@@ -154,6 +154,7 @@ type outcome struct{ done bool }
 type sweeper struct {
 	js        jetstream.JetStream
 	api       *jsapi.Client
+	win       *mover.Window
 	cfg       SweepConfig
 	n         Names
 	retention jetstream.RetentionPolicy

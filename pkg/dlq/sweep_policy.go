@@ -7,10 +7,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/mover"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -43,21 +45,34 @@ func (s *sweeper) got(work context.Context, it *item, m *envelope.Message, err e
 	}
 }
 
-func (s *sweeper) published(it *item, ack *jetstream.PubAck, err error) {
+// published records the window's outcome of it's copy. A copy the window
+// had to shrink (Refused) is a pointer copy: too large, for the limit
+// Refused names. A copy already in the DLQ (alreadyCopied: a duplicate,
+// or the per-message subject written before) is already moved, whichever
+// of the window's tries met it.
+func (s *sweeper) published(it *item, p *mover.Pub) {
+	if p.Refused != nil {
+		it.tooLarge = true
+		if !errors.Is(p.Refused, nats.ErrMaxPayload) {
+			it.limit = "the DLQ stream's max_msg_size"
+		}
+	}
+	var ack *jetstream.PubAck
+	if p.Err == nil {
+		ack = &jetstream.PubAck{Stream: p.Stream, Sequence: p.Seq, Duplicate: p.Duplicate}
+	}
 	switch {
-	case alreadyCopied(ack, err):
-		// The per-message subject already holds the copy (or pointer); a
-		// retry clears the error of the attempt before it.
+	case alreadyCopied(ack, p.Err):
 		it.rec.Status, it.rec.Error = StatusAlreadyMoved, ""
 		if it.tooLarge {
 			it.rec.Status = StatusTooLarge
 		}
-	case err == nil && it.tooLarge:
+	case p.Err == nil && it.tooLarge:
 		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusTooLarge, "", ack.Sequence
-	case err == nil:
+	case p.Err == nil:
 		it.rec.Status, it.rec.Error, it.rec.DLQSeq = StatusMoved, "", ack.Sequence
 	default:
-		it.rec.Status, it.rec.Error = StatusFailed, "copy not stored: "+err.Error()
+		it.rec.Status, it.rec.Error = StatusFailed, "copy not stored: "+p.Err.Error()
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
@@ -20,9 +19,13 @@ import (
 
 // run moves the dead messages feed pushes, as a pipeline:
 //
-//	feed -> get (from the stream leader, getWorkers at a time)
-//	     -> publish the copy (async, paced by --rate)
-//	     -> wait for the copy's acknowledgement, in order
+//	feed (paced by --rate)
+//	     -> prefetch rows by batched direct gets (directWorkers at a time)
+//	     -> get (from the stream leader, getWorkers at a time)
+//	     -> publish the copy (through the mover.Window, async)
+//	     -> settle the copy: its acknowledgement, in order (the window's
+//	        rules: a refusal for its size stores a pointer copy, no
+//	        acknowledgement in time or a transient refusal one more try)
 //	     -> remove the source (deleteWorkers at a time, through one pipe)
 //	     -> acknowledge the advisory, count, report: in order
 //
@@ -39,6 +42,18 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 		return err
 	}
 	defer p.close()
+	if !s.cfg.DryRun {
+		if s.win, err = mover.New(s.js, mover.Config{
+			MaxPending: pipeDepth,
+			AckWait:    2 * s.api.Timeout,
+			// Too large to copy whole (the server's max_payload, the
+			// DLQ stream's max_msg_size): the DLQ keeps a pointer.
+			Shrink: func(m *nats.Msg, _ error) *nats.Msg { return PointerCopy(m) },
+		}); err != nil {
+			return err
+		}
+		defer s.win.Close()
+	}
 	in := make(chan *item, pipeDepth)
 	var feedErr error
 	sliceLeft := 0
@@ -203,9 +218,10 @@ func (s *sweeper) get(work context.Context, p *piped, it *item, done func()) {
 	})
 }
 
-// publish sends the copy to the DLQ without waiting for its
-// acknowledgement. Once interrupted (or the lease lost) it sends nothing
-// more: those messages stay for the next run.
+// publish sends the copy to the DLQ through the window, without waiting
+// for its acknowledgement. Once interrupted (or the lease lost) it sends
+// nothing more: those messages stay for the next run. A dry run sends
+// nothing and judges the copy's size against the server's max_payload.
 func (s *sweeper) publish(ctx context.Context, it *item) {
 	if it.pass != passNone || it.src == nil {
 		return
@@ -218,78 +234,27 @@ func (s *sweeper) publish(ctx context.Context, it *item) {
 		}
 		return
 	}
-	if s.stopped || ctx.Err() != nil {
-		s.stopped = true
-		it.rec.Status = ""
-		it.src = nil
-		return
-	}
-	it.msg = BuildCopy(s.n, it.src, it.adv, sweptAt)
-	if WireSize(it.msg) > s.js.Conn().MaxPayload() {
-		it.msg, it.tooLarge = PointerCopy(it.msg), true
-	}
-	fut, err := s.js.PublishMsgAsync(it.msg)
-	if err != nil {
-		it.sync = true
-		return
-	}
-	it.fut = fut
-}
-
-// settle waits for the copy's acknowledgement; a copy refused or not
-// acknowledged in time is published again, waiting for the answer.
-func (s *sweeper) settle(work context.Context, it *item) {
-	switch {
-	case it.sync:
-		s.publishSync(work, it)
-	case it.fut != nil:
-		// Usually the acknowledgement is there already: no timer then.
-		select {
-		case ack := <-it.fut.Ok():
-			s.published(it, ack, nil)
-			it.fut, it.msg = nil, nil
+	if !s.stopped && ctx.Err() == nil {
+		it.pub = &mover.Pub{Msg: BuildCopy(s.n, it.src, it.adv, sweptAt)}
+		if s.win.Publish(ctx, it.pub) == nil {
 			return
-		default:
 		}
-		t := time.NewTimer(2 * s.api.Timeout)
-		defer t.Stop()
-		select {
-		case ack := <-it.fut.Ok():
-			s.published(it, ack, nil)
-		case err := <-it.fut.Err():
-			s.published(it, nil, err)
-			if it.rec.Status == StatusFailed {
-				it.rec.Error = ""
-				s.publishSync(work, it)
-			}
-		case <-t.C:
-			s.publishSync(work, it)
-		}
-		it.fut = nil
 	}
-	it.msg = nil
+	s.stopped = true
+	it.rec.Status = ""
+	it.src, it.pub = nil, nil
 }
 
-func (s *sweeper) publishSync(ctx context.Context, it *item) {
-	ack, err := s.js.PublishMsg(ctx, it.msg)
-	if err != nil && !it.tooLarge && isTooLarge(err) {
-		// Larger than the size judged before publishing (e.g. the DLQ
-		// stream's max_msg_size): keep a pointer instead.
-		it.msg, it.tooLarge = PointerCopy(it.msg), true
-		if !errors.Is(err, nats.ErrMaxPayload) {
-			it.limit = "the DLQ stream's max_msg_size"
-		}
-		ack, err = s.js.PublishMsg(ctx, it.msg)
+// settle waits for the window's outcome of the copy (acknowledged,
+// refused, or tried once more: the window's rules, see mover.Window.Settle)
+// and records it.
+func (s *sweeper) settle(work context.Context, it *item) {
+	if it.pub == nil {
+		return
 	}
-	s.published(it, ack, err)
-}
-
-// isTooLarge: the server (or the client, knowing the server's limit)
-// refused the copy for its size; retrying it never helps.
-func isTooLarge(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, nats.ErrMaxPayload) ||
-		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum)
+	s.win.Settle(work, it.pub)
+	s.published(it, it.pub)
+	it.pub = nil
 }
 
 // remove deletes the source message where the retention policy calls for
