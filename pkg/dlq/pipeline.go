@@ -17,9 +17,9 @@ import (
 // requests the request stages (gets, deletes) keep in flight. Together
 // they bound the messages in flight (seven queues, the sweep's rows of
 // direct gets and a fetched batch: about 2,500, well under the sweep
-// durable's MaxAckPending of 20,000; only the queue between publishing and
-// settling (256) has publishes pending, well under nats.go's 4,000
-// pending async publishes). With leader gets, bench/dlq.sh found no
+// durable's MaxAckPending of 20,000; the sweep's and redrive's
+// mover.Window holds at most pipeDepth publishes pending, its MaxPending).
+// With leader gets, bench/dlq.sh found no
 // difference between 8 and 256 requests in flight; with batched direct
 // gets the deletes set the pace, and 128 to 256 deletes in flight swept
 // about 15% faster than 32 (the server answers more of them per system
