@@ -31,7 +31,7 @@ func TestPrefetchRowsInFlight(t *testing.T) {
 	const rows = 4 * directWorkers
 	const total = rows * directRow
 	for range total {
-		if _, err := plain.PublishAsync("jobs.run", []byte("poison")); err != nil {
+		if _, err := plain.PublishAsync("jobs.run", []byte("poison"), jetstream.WithStallWait(30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -167,6 +167,11 @@ type sweeper struct {
 	// swept stream), the first item of each dead message.
 	seen     map[uint64]*outcome
 	admitted int
+	// lastDelivery is the consumer sequence of the last advisory received
+	// from the durable; lost: the durable delivered advisories this sweep
+	// never received (see received).
+	lastDelivery uint64
+	lost         bool
 	// The publish stage's own.
 	stopped bool
 	// The other consumers of an interest stream, read again when older
@@ -265,6 +270,19 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		}
 		return s.fromDurable(ctx, durable, push)
 	})
+	// Advisories the durable delivered and this sweep never received wait
+	// out the ack wait: now that everything it did receive is done (or
+	// failed, and left for the next run), reset the durable to its ack
+	// floor and read on from there. What was handled already comes back
+	// as duplicate advisories, acknowledged once its message is done.
+	for again := 0; err == nil && s.lost && ctx.Err() == nil && again < transientAttempts && (cfg.Max == 0 || s.admitted < cfg.Max); again++ {
+		s.lost, s.lastDelivery = false, 0
+		if _, rerr := js.ResetConsumer(ctx, n.Capture, durable); rerr != nil {
+			err = fmt.Errorf("stream %q: consumer %q: reset to ack floor: %w", n.Capture, durable, rerr)
+			break
+		}
+		err = s.run(ctx, func(push func(*item) bool) error { return s.fromDurable(ctx, durable, push) })
+	}
 	s.sum.Seconds = time.Since(s.start).Seconds()
 	if err == nil {
 		err = ctx.Err()

@@ -125,6 +125,7 @@ func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*it
 			var items []*item
 			for m := range b.Messages() {
 				got++
+				s.received(m)
 				items = append(items, s.admit(m.Data(), m))
 			}
 			s.arrange(items)
@@ -155,6 +156,9 @@ func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*it
 			}
 			ci, err := cons.Info(ctx)
 			if err == nil && ci.NumPending == 0 {
+				if ci.NumAckPending > 0 && ci.Delivered.Consumer > s.lastDelivery {
+					s.lost = true
+				}
 				return nil
 			}
 			if retry.Sleep(ctx, time.Duration(empty)*100*time.Millisecond) != nil {
@@ -165,6 +169,27 @@ func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*it
 		empty = 0
 	}
 	return nil
+}
+
+// received notes the consumer sequence of an advisory the durable
+// delivered to this sweep. Only this sweep reads the durable (it holds the
+// lease), so the sequences follow each other; a gap is advisories the
+// server delivered that never reached the sweep. That happens: a fetch
+// that waits a second for its first message gives up (nats.go's
+// FetchNoWait, with nothing said), and on a loaded machine the server's
+// answer comes later, to an inbox nobody reads. Those advisories are then
+// pending acknowledgement for the durable's ack wait (5 minutes): Sweep
+// reads them again (see lost).
+func (s *sweeper) received(m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	c := md.Sequence.Consumer
+	if s.lastDelivery != 0 && c != s.lastDelivery+1 {
+		s.lost = true
+	}
+	s.lastDelivery = max(s.lastDelivery, c)
 }
 
 // dryRunAdvisories reads the advisories the durable has not acked with
