@@ -12,6 +12,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
+	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/mover"
 )
 
@@ -276,6 +277,8 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 	// floor and read on from there. What was handled already comes back
 	// as duplicate advisories, acknowledged once its message is done.
 	for again := 0; err == nil && s.lost && ctx.Err() == nil && again < transientAttempts && (cfg.Max == 0 || s.admitted < cfg.Max); again++ {
+		logctx.From(ctx).Debug("dlq sweep: the durable delivered advisories that never reached the sweep; resetting it to its ack floor to read them again",
+			"stream", n.Capture, "consumer", durable)
 		s.lost, s.lastDelivery = false, 0
 		if _, rerr := js.ResetConsumer(ctx, n.Capture, durable); rerr != nil {
 			err = fmt.Errorf("stream %q: consumer %q: reset to ack floor: %w", n.Capture, durable, rerr)
