@@ -218,6 +218,9 @@ func probe(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, n, size, 
 	if err != nil {
 		return err
 	}
+	// Rows of 64, 4 in flight: the sweep's directRow and directWorkers
+	// (pkg/dlq/pipeline.go), so that the direct ceiling is measured with
+	// the sweep's own depth. Change them together.
 	direct, err := directBatches(nc, "PROBE", first, n, 64, 4)
 	if err != nil {
 		return err

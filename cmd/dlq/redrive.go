@@ -53,6 +53,8 @@ Messages redriven --max-redrives times already are refused and stay. Each
 redrive has Nats-Msg-Id redrive:<dlq stream>:<dlq seq>: interrupted and run
 again, a redrive publishes nothing twice within the target stream's
 duplicate window (2 minutes by default); see docs/dlq.md for the limit.
+A message the target acknowledges as a duplicate (an earlier redrive
+stored it) counts as a duplicate, not as redriven; its DLQ copy is deleted.
 One redrive per DLQ stream runs at a time (a lease, as for sweep; remove
 one a redrive on another host left with "jetctl dlq unlock --redrive").
 
@@ -119,7 +121,7 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 		OnRecord: func(r pkgdlq.RedriveRecord) {
 			recs.add(r, r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused)
 		},
-		Progress: func(s pkgdlq.RedriveSummary) { bar.Set(int64(s.Redriven)) },
+		Progress: func(s pkgdlq.RedriveSummary) { bar.Set(int64(s.Redriven + s.Duplicates)) },
 	})
 	bar.Finish()
 	if sum == nil {
@@ -153,11 +155,14 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	}
 	verb := "redriven"
 	n := sum.Redriven
+	// What the target acknowledged as a duplicate (an earlier redrive
+	// stored it) is not counted as redriven.
+	dups := ", " + plural(sum.Duplicates, "duplicate", "duplicates")
 	if o.dryRun {
-		verb, n = "would be redriven", sum.WouldRedriv
+		verb, n, dups = "would be redriven", sum.WouldRedriv, ""
 	}
-	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %d selected, %d %s (%s), %d refused, %d failed in %.2fs, %s msgs/s\n",
-		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), sum.Refused, sum.Failed, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %d selected, %d %s (%s)%s, %d refused, %d failed in %.2fs, %s msgs/s\n",
+		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), dups, sum.Refused, sum.Failed, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/time/rate"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
+	"github.com/jetctl/jetctl/pkg/mover"
 )
 
 // RedriveConfig says what to send back.
@@ -69,11 +69,16 @@ type RedriveRecord struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// RedriveSummary counts what a redrive did.
+// RedriveSummary counts what a redrive did. Redriven and Duplicates are
+// what the target acknowledged: stored anew, or a duplicate of a message
+// it already held (the same Nats-Msg-Id within its duplicate window: an
+// earlier, interrupted redrive stored it, or this run's own publish whose
+// acknowledgement was lost). The DLQ copy of either is deleted.
 type RedriveSummary struct {
 	DLQStream   string  `json:"dlq_stream"`
 	Selected    int     `json:"selected"`
 	Redriven    int     `json:"redriven"`
+	Duplicates  int     `json:"duplicates"`
 	WouldRedriv int     `json:"would_redrive,omitempty"`
 	Refused     int     `json:"refused"`
 	Failed      int     `json:"failed"`
@@ -85,12 +90,13 @@ type RedriveSummary struct {
 type redriveItem struct {
 	e   Entry
 	rec RedriveRecord
-	msg *nats.Msg
-	fut jetstream.PubAckFuture
+	// pub is the message on its way through the window, from the publish
+	// stage to the settle stage.
+	pub *mover.Pub
 	// send: publish it (not refused, not a dry run); skipped: interrupted
 	// before it was sent, so nothing is reported; retry: to the retry
 	// subject of its consumer.
-	send, sync, skipped, retry bool
+	send, skipped, retry bool
 }
 
 // errMaxReached ends the read when Max messages are redriven.
@@ -102,11 +108,33 @@ func RedriveMsgID(dlqStream string, dlqSeq uint64) string {
 	return fmt.Sprintf("redrive:%s:%d", dlqStream, dlqSeq)
 }
 
+// redriver is one redrive on its way: its policy (where each message
+// goes, what is refused, what is deleted, how it counts) around a
+// pipeline of mover's stages and window.
+type redriver struct {
+	js  jetstream.JetStream
+	cfg RedriveConfig
+	// route decides where a message goes (nil with To).
+	route *router
+	// win publishes the messages (nil in a dry run); del deletes the DLQ
+	// copies (nil in a dry run and with Keep).
+	win *mover.Window
+	del *piped
+
+	start time.Time
+	// The feed's own.
+	admitted int
+	// The publish stage's own.
+	stopped bool
+	// The last stage's own.
+	sum      RedriveSummary
+	reported int
+}
+
 // Redrive publishes the selected DLQ messages back to their original
 // subjects and deletes each DLQ copy once its publish is acknowledged.
 func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (sum *RedriveSummary, err error) {
-	start := time.Now()
-	sum = &RedriveSummary{DLQStream: cfg.DLQStream}
+	r := &redriver{js: js, cfg: cfg, start: time.Now(), sum: RedriveSummary{DLQStream: cfg.DLQStream}}
 	st, err := js.Stream(ctx, cfg.DLQStream)
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: %w", cfg.DLQStream, err)
@@ -114,13 +142,12 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 	work := context.WithoutCancel(ctx)
 	// Where each message goes, decided (and a redrive that would reach
 	// other consumers refused) before anything changes.
-	var r *router
 	if cfg.To == "" {
 		source := st.CachedInfo().Config.Metadata[MetaSource]
-		if r, err = newRouter(ctx, js, source, cfg.AllConsumers); err != nil {
+		if r.route, err = newRouter(ctx, js, source, cfg.AllConsumers); err != nil {
 			return nil, err
 		}
-		if err := r.check(ctx, js, cfg); err != nil {
+		if err := r.route.check(ctx, js, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -140,191 +167,28 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 			}
 		}()
 	}
-	var limiter *rate.Limiter
-	if cfg.Rate > 0 {
-		// The bucket starts empty, so N messages take N/rate seconds;
-		// it holds a quarter second's worth, so a stall of the pipeline
-		// (or of a loaded machine) up to that long is made up for, and
-		// the average rate kept.
-		limiter = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/4)))
-		limiter.AllowN(time.Now(), max(1, int(cfg.Rate/4)))
-	}
 	a := jsapi.New(js)
-	var del *piped
-	if !cfg.DryRun && !cfg.Keep {
-		var err error
-		if del, err = newPiped(work, js, a); err != nil {
+	if !cfg.DryRun {
+		// --rate: the window's bucket starts empty, so N messages take
+		// N/rate seconds; it holds a quarter second's worth, so a stall
+		// of the pipeline (or of a loaded machine) up to that long is
+		// made up for, and the average rate kept.
+		if r.win, err = mover.New(js, mover.Config{MaxPending: pipeDepth, AckWait: 2 * a.Timeout, Rate: cfg.Rate}); err != nil {
 			return nil, err
 		}
-		defer del.close()
+		defer r.win.Close()
+	}
+	if !cfg.DryRun && !cfg.Keep {
+		if r.del, err = newPiped(work, js, a); err != nil {
+			return nil, err
+		}
+		defer r.del.close()
 	}
 
-	// A pipeline, as the sweep's: read the DLQ -> publish (paced) -> wait
-	// for the acknowledgement, in order -> delete the DLQ copy
-	// (deleteWorkers at a time, through one pipe) -> report, in order. A DLQ copy is
-	// deleted only after its publish is acknowledged; interrupted, what
-	// is not yet published is left in the DLQ.
-	in := make(chan *redriveItem, pipeDepth)
-	var readErr error
-	admitted := 0
-	go func() {
-		defer close(in)
-		readErr = Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
-			// Interrupted: take no new work; what is in flight is settled.
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if cfg.Max > 0 && admitted >= cfg.Max {
-				return errMaxReached
-			}
-			it := &redriveItem{e: e}
-			subject, retry, others := cfg.To, false, []string(nil)
-			if subject == "" && e.Subject != "" {
-				subject, retry, others = r.route(e)
-			}
-			it.retry = retry
-			it.rec = RedriveRecord{DLQStream: e.DLQStream, DLQSeq: e.DLQSeq, SourceStream: e.SourceStream, SourceSeq: e.SourceSeq,
-				Subject: subject, Redrives: e.Redrives, Size: e.Size}
-			if retry {
-				it.rec.OriginalSubject = originalSubject(e)
-			}
-			switch {
-			case len(others) > 0:
-				it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("its original subject reaches %s too, and %q has no retry subject (jetctl dlq setup --stream %s --consumer %s --retry-subject, or --all-consumers)",
-					quoteList(others), e.Consumer, r.stream, e.Consumer)
-			case subject == "":
-				it.rec.Status, it.rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
-			case e.PayloadOmitted > 0:
-				it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("the DLQ holds no payload (%d bytes, too large to copy): it is in stream %s at sequence %d",
-					e.PayloadOmitted, e.SourceStream, e.SourceSeq)
-			case cfg.MaxRedrives > 0 && e.Redrives >= cfg.MaxRedrives:
-				it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("already redriven %d %s (--max-redrives %d)",
-					e.Redrives, english.PluralWord(e.Redrives, "time", "times"), cfg.MaxRedrives)
-			case cfg.DryRun:
-				it.rec.Status, it.rec.Redrives = StatusWouldRedrive, e.Redrives+1
-				admitted++
-			default:
-				it.send = true
-				admitted++
-			}
-			select {
-			case in <- it:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-	stopped := false
-	sent := serial(in, pipeDepth, func(it *redriveItem) {
-		if !it.send {
-			return
-		}
-		if stopped || ctx.Err() != nil || (limiter != nil && limiter.Wait(ctx) != nil) {
-			stopped, it.skipped = true, true
-			return
-		}
-		it.rec.Redrives = it.e.Redrives + 1
-		h := RedriveHeader(it.e.Message.Header, it.e.Redrives, RedriveMsgID(it.e.DLQStream, it.e.DLQSeq))
-		if it.retry {
-			h.Set(HeaderRedriveSubject, it.rec.OriginalSubject)
-		} else if cfg.To == "" {
-			// Back on its original subject: no retry subject to undo.
-			h.Del(HeaderRedriveSubject)
-		}
-		it.msg = &nats.Msg{Subject: it.rec.Subject, Header: h, Data: it.e.Message.Data}
-		it.e.Message = nil
-		fut, err := js.PublishMsgAsync(it.msg)
-		if err != nil {
-			it.sync = true
-			return
-		}
-		it.fut = fut
-	})
-	settled := serial(sent, pipeDepth, func(it *redriveItem) {
-		if !it.send || it.skipped {
-			return
-		}
-		stored := func(ack *jetstream.PubAck) {
-			it.rec.Status, it.rec.Stream, it.rec.Seq, it.rec.Duplicate = StatusRedriven, ack.Stream, ack.Sequence, ack.Duplicate
-		}
-		syncPublish := func() {
-			ack, err := js.PublishMsg(work, it.msg)
-			if err != nil {
-				it.rec.Status, it.rec.Error = StatusFailed, err.Error()
-				return
-			}
-			stored(ack)
-		}
-		if it.sync {
-			syncPublish()
-		} else {
-			t := time.NewTimer(2 * a.Timeout)
-			select {
-			case ack := <-it.fut.Ok():
-				stored(ack)
-			case <-it.fut.Err():
-				syncPublish()
-			case <-t.C:
-				syncPublish()
-			}
-			t.Stop()
-		}
-		it.msg, it.fut = nil, nil
-	})
-	removed := ordered(settled, deleteWorkers, func(it *redriveItem, done func()) {
-		if del == nil || it.rec.Status != StatusRedriven {
-			done()
-			return
-		}
-		del.delete(cfg.DLQStream, it.e.DLQSeq, func(err error) {
-			if err != nil {
-				it.rec.Status, it.rec.Error = StatusFailed, "redriven, but the DLQ copy could not be deleted: "+err.Error()
-			} else {
-				it.rec.DLQDeleted = true
-			}
-			done()
-		})
-	})
-	emit := func(r RedriveRecord) {
-		switch r.Status {
-		case StatusRedriven:
-			sum.Redriven++
-			sum.Bytes += int64(r.Size)
-		case StatusWouldRedrive:
-			sum.WouldRedriv++
-			sum.Bytes += int64(r.Size)
-		case StatusRefused:
-			sum.Refused++
-		case StatusFailed:
-			sum.Failed++
-		}
-		if cfg.OnRecord != nil {
-			cfg.OnRecord(r)
-		}
-	}
-	n := 0
-	for it := range removed {
-		sum.Selected++
-		if it.skipped {
-			continue
-		}
-		emit(it.rec)
-		if n++; n%pipeDepth == 0 && cfg.Progress != nil {
-			s := *sum
-			s.Seconds = time.Since(start).Seconds()
-			cfg.Progress(s)
-		}
-	}
-	if cfg.Progress != nil {
-		s := *sum
-		s.Seconds = time.Since(start).Seconds()
-		cfg.Progress(s)
-	}
-	err = readErr
-	sum.Seconds = time.Since(start).Seconds()
-	if sum.Seconds > 0 {
-		sum.PerSecond = float64(sum.Redriven) / sum.Seconds
+	err = r.run(ctx, work)
+	r.sum.Seconds = time.Since(r.start).Seconds()
+	if r.sum.Seconds > 0 {
+		r.sum.PerSecond = float64(r.sum.Redriven) / r.sum.Seconds
 	}
 	if errors.Is(err, errMaxReached) {
 		err = nil
@@ -332,85 +196,182 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 	if err == nil {
 		err = ctx.Err()
 	}
-	return sum, err
+	return &r.sum, err
 }
 
-// PurgeConfig says which DLQ messages to delete.
-type PurgeConfig struct {
-	DLQStream string
-	Select    Select
-	DryRun    bool
-	OnRecord  func(Entry)
-}
-
-// Purge deletes the selected DLQ messages and returns how many (and how
-// many bytes) it deleted, or would delete. The deletes are pipelined
-// behind the read (deleteWorkers at a time) and reported in order;
-// interrupted or failing, it stops taking new messages and counts only
-// the deletes the server confirmed.
-func Purge(ctx context.Context, js jetstream.JetStream, cfg PurgeConfig) (int, int64, error) {
-	a := jsapi.New(js)
-	work := context.WithoutCancel(ctx)
-	// stop ends the read at the first failed delete.
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	type purgeItem struct {
-		e   Entry
-		err error
-	}
-	in := make(chan *purgeItem, pipeDepth)
+// run redrives what the feed selects, as a pipeline (the sweep's shape):
+//
+//	feed: read the DLQ, route, refuse
+//	     -> publish (through the mover.Window, async, paced by --rate)
+//	     -> settle: the acknowledgement, in order (the window's rules: no
+//	        acknowledgement in time or a transient refusal, one more try)
+//	     -> delete the DLQ copy (deleteWorkers at a time, through one pipe)
+//	     -> count and report, in DLQ order
+//
+// A DLQ copy is deleted only after its publish is acknowledged;
+// interrupted, what is not yet published is left in the DLQ.
+func (r *redriver) run(ctx, work context.Context) error {
+	in := make(chan *redriveItem, pipeDepth)
 	var readErr error
 	go func() {
 		defer close(in)
-		readErr = Each(ctx, js, cfg.DLQStream, cfg.Select, func(e Entry) error {
+		readErr = Each(ctx, r.js, r.cfg.DLQStream, r.cfg.Select, func(e Entry) error {
+			// Interrupted: take no new work; what is in flight is settled.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if r.cfg.Max > 0 && r.admitted >= r.cfg.Max {
+				return errMaxReached
+			}
 			select {
-			case in <- &purgeItem{e: e}:
+			case in <- r.admit(e):
 				return nil
 			case <-ctx.Done():
-				return context.Cause(ctx)
+				return ctx.Err()
 			}
 		})
 	}()
-	var del *piped
-	if !cfg.DryRun {
-		var err error
-		if del, err = newPiped(work, js, a); err != nil {
-			return 0, 0, err
-		}
-		defer del.close()
+	sent := mover.Serial(in, pipeDepth, func(it *redriveItem) { r.publish(ctx, it) })
+	settled := mover.Serial(sent, pipeDepth, func(it *redriveItem) { r.settle(work, it) })
+	removed := mover.Ordered(settled, deleteWorkers, r.remove)
+	for it := range removed {
+		r.finish(it)
 	}
-	deleted := ordered(in, deleteWorkers, func(it *purgeItem, done func()) {
-		if del == nil {
-			done()
+	r.progress()
+	// in is closed once the read has returned.
+	return readErr
+}
+
+// admit decides what becomes of a selected DLQ message: where it goes
+// (its original subject, its consumer's retry subject, or To), or why it
+// is refused; a dry run stops there.
+func (r *redriver) admit(e Entry) *redriveItem {
+	cfg := r.cfg
+	it := &redriveItem{e: e}
+	subject, retry, others := cfg.To, false, []string(nil)
+	if subject == "" && e.Subject != "" {
+		subject, retry, others = r.route.route(e)
+	}
+	it.retry = retry
+	it.rec = RedriveRecord{DLQStream: e.DLQStream, DLQSeq: e.DLQSeq, SourceStream: e.SourceStream, SourceSeq: e.SourceSeq,
+		Subject: subject, Redrives: e.Redrives, Size: e.Size}
+	if retry {
+		it.rec.OriginalSubject = originalSubject(e)
+	}
+	switch {
+	case len(others) > 0:
+		it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("its original subject reaches %s too, and %q has no retry subject (jetctl dlq setup --stream %s --consumer %s --retry-subject, or --all-consumers)",
+			quoteList(others), e.Consumer, r.route.stream, e.Consumer)
+	case subject == "":
+		it.rec.Status, it.rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
+	case e.PayloadOmitted > 0:
+		it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("the DLQ holds no payload (%d bytes, too large to copy): it is in stream %s at sequence %d",
+			e.PayloadOmitted, e.SourceStream, e.SourceSeq)
+	case cfg.MaxRedrives > 0 && e.Redrives >= cfg.MaxRedrives:
+		it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("already redriven %d %s (--max-redrives %d)",
+			e.Redrives, english.PluralWord(e.Redrives, "time", "times"), cfg.MaxRedrives)
+	case cfg.DryRun:
+		it.rec.Status, it.rec.Redrives = StatusWouldRedrive, e.Redrives+1
+		r.admitted++
+	default:
+		it.send = true
+		r.admitted++
+	}
+	return it
+}
+
+// publish sends the message through the window (paced by its rate),
+// without waiting for the acknowledgement. Once interrupted (or the lease
+// lost) it sends nothing more: the rest stays in the DLQ.
+func (r *redriver) publish(ctx context.Context, it *redriveItem) {
+	if !it.send {
+		return
+	}
+	if !r.stopped && ctx.Err() == nil {
+		h := RedriveHeader(it.e.Message.Header, it.e.Redrives, RedriveMsgID(it.e.DLQStream, it.e.DLQSeq))
+		if it.retry {
+			h.Set(HeaderRedriveSubject, it.rec.OriginalSubject)
+		} else if r.cfg.To == "" {
+			// Back on its original subject: no retry subject to undo.
+			h.Del(HeaderRedriveSubject)
+		}
+		it.pub = &mover.Pub{Msg: &nats.Msg{Subject: it.rec.Subject, Header: h, Data: it.e.Message.Data}}
+		it.e.Message = nil
+		if r.win.Publish(ctx, it.pub) == nil {
+			it.rec.Redrives = it.e.Redrives + 1
 			return
 		}
-		del.delete(cfg.DLQStream, it.e.DLQSeq, func(err error) {
-			it.err = err
-			done()
-		})
+	}
+	r.stopped, it.skipped, it.pub = true, true, nil
+}
+
+// settle waits for the window's outcome and records it: stored, a
+// duplicate of what the target holds (Duplicate), or failed.
+func (r *redriver) settle(work context.Context, it *redriveItem) {
+	if it.pub == nil {
+		return
+	}
+	p := it.pub
+	r.win.Settle(work, p)
+	it.pub = nil
+	if p.Err != nil {
+		it.rec.Status, it.rec.Error = StatusFailed, p.Err.Error()
+		return
+	}
+	it.rec.Status, it.rec.Stream, it.rec.Seq, it.rec.Duplicate = StatusRedriven, p.Stream, p.Seq, p.Duplicate
+}
+
+// remove deletes the DLQ copy of a message the target acknowledged
+// (stored or a duplicate), unless Keep, and calls done when that is over.
+func (r *redriver) remove(it *redriveItem, done func()) {
+	if r.del == nil || it.rec.Status != StatusRedriven {
+		done()
+		return
+	}
+	r.del.delete(r.cfg.DLQStream, it.e.DLQSeq, func(err error) {
+		if err != nil {
+			it.rec.Status, it.rec.Error = StatusFailed, "redriven, but the DLQ copy could not be deleted: "+err.Error()
+		} else {
+			it.rec.DLQDeleted = true
+		}
+		done()
 	})
-	n := 0
-	var bytes int64
-	var first error
-	for it := range deleted {
-		if it.err != nil {
-			if first == nil {
-				first = it.err
-				stop(it.err)
-			}
-			continue
-		}
-		n++
-		bytes += int64(it.e.Size)
-		if cfg.OnRecord != nil {
-			cfg.OnRecord(it.e)
-		}
+}
+
+// finish counts and reports a message, in DLQ order; one interrupted
+// before it was sent is counted as selected only.
+func (r *redriver) finish(it *redriveItem) {
+	r.sum.Selected++
+	if it.skipped {
+		return
 	}
-	if first != nil {
-		return n, bytes, first
+	rec := it.rec
+	switch {
+	case rec.Status == StatusRedriven && rec.Duplicate:
+		r.sum.Duplicates++
+	case rec.Status == StatusRedriven:
+		r.sum.Redriven++
+		r.sum.Bytes += int64(rec.Size)
+	case rec.Status == StatusWouldRedrive:
+		r.sum.WouldRedriv++
+		r.sum.Bytes += int64(rec.Size)
+	case rec.Status == StatusRefused:
+		r.sum.Refused++
+	case rec.Status == StatusFailed:
+		r.sum.Failed++
 	}
-	if readErr != nil {
-		return n, bytes, readErr
+	if r.cfg.OnRecord != nil {
+		r.cfg.OnRecord(rec)
 	}
-	return n, bytes, ctx.Err()
+	if r.reported++; r.reported%pipeDepth == 0 {
+		r.progress()
+	}
+}
+
+func (r *redriver) progress() {
+	if r.cfg.Progress != nil {
+		s := r.sum
+		s.Seconds = time.Since(r.start).Seconds()
+		r.cfg.Progress(s)
+	}
 }
