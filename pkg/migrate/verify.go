@@ -263,3 +263,27 @@ func fillGapsWith(ctx context.Context, js jetstream.JetStream, stream string, hs
 	}
 	return hs, nil
 }
+
+// readBoth hashes from..to of the source and of the target, appending.
+func (m *mover) readBoth(ctx context.Context, from, to uint64) error {
+	type res struct {
+		hs  []msgHash
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		hs, err := readHashes(ctx, m.dst.JS, m.dstName, from, to, true)
+		ch <- res{hs, err}
+	}()
+	hs, err := readHashes(ctx, m.src.JS, m.srcName, from, to, true)
+	r := <-ch
+	if err != nil {
+		return err
+	}
+	if r.err != nil {
+		return r.err
+	}
+	m.srcHashes = append(m.srcHashes, hs...)
+	m.dstHashes = append(m.dstHashes, r.hs...)
+	return nil
+}
