@@ -94,6 +94,10 @@ var (
 	// readAhead is how many messages read from the source wait for their
 	// publish at most.
 	readAhead = 4096
+	// copyChunk is how many sequences a live round copies before it
+	// compares them with the target, while it copies the next (their
+	// hashes wait meanwhile: 1 MiB a chunk).
+	copyChunk uint64 = 1 << 16
 )
 
 func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
@@ -174,63 +178,98 @@ func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 }
 
 // copyRound is one live round of jetctl's copy: it copies up to what the
-// source held at si, compares, and marks it verified. Run again after a
-// failure, it continues from the target's last sequence.
+// source held at si, compares, and marks it verified, copyChunk sequences
+// at a time. The source's messages are hashed as they are copied (only
+// what the target held already is read from the source again), and each
+// chunk is compared with what the target stored while the next is
+// copied: two chunks' hashes are what the comparison holds. Run again
+// after a failure, it continues from the target's last sequence.
 func (m *mover) copyRound(ctx context.Context, si *jetstream.StreamInfo) error {
 	m.at("copying")
-	// The source's messages are hashed as they are copied: only what the
-	// target held already is read from the source again.
-	var copied []msgHash
-	began, err := m.copyUpTo(ctx, si.State.LastSeq, "copying", &copied)
-	if err != nil {
+	want := si.State.LastSeq
+	from := max(si.State.FirstSeq, m.verified+1)
+	// A failed comparison stops the copy.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var compared chan error // the comparison running, if any
+	wait := func() error {
+		if compared == nil {
+			return nil
+		}
+		err := <-compared
+		compared = nil
 		return err
 	}
-	from, to := max(si.State.FirstSeq, m.verified+1), si.State.LastSeq
-	if si.State.Msgs == 0 || to < from {
-		return nil
-	}
-	srcHs, dstHs, err := m.readBothCopy(ctx, from, to, min(began, to+1))
-	if err != nil {
+	defer func() { _ = wait() }()
+	fail := func(err error) error {
+		if cerr := wait(); cerr != nil {
+			return cerr
+		}
 		return err
 	}
-	for _, h := range copied {
-		if h.Seq >= from && h.Seq <= to && (len(srcHs) == 0 || h.Seq > srcHs[len(srcHs)-1].Seq) {
-			srcHs = append(srcHs, h)
+	var bufs [2][]msgHash
+	for i := 0; ; i++ {
+		ti, err := streamInfo(cctx, m.dst.JS, m.dstName)
+		if err != nil {
+			return fail(err)
+		}
+		end := min(want, max(ti.State.LastSeq, from-1)+copyChunk)
+		copied := bufs[i%2][:0]
+		began, err := m.copyUpTo(cctx, end, want, "copying", &copied)
+		bufs[i%2] = copied
+		if err != nil {
+			return fail(err)
+		}
+		if err := wait(); err != nil {
+			return err
+		}
+		if si.State.Msgs > 0 && end >= from {
+			src := m.copiedSource(ctx, from, began, end, copied)
+			dst := streamHashes(ctx, m.dst.JS, m.dstName, from, end, copyHash)
+			compared = make(chan error, 1)
+			go func(from uint64) {
+				err := m.acceptStreams(ctx, from, src, dst)
+				if err != nil {
+					cancel(err)
+				}
+				compared <- err
+			}(from)
+			from = end + 1
+		}
+		if end >= want {
+			return wait()
 		}
 	}
-	return m.accept(ctx, srcHs, dstHs, to)
 }
 
-// readBothCopy hashes from..to of the target and from..srcEnd-1 of the
-// source, at once.
-func (m *mover) readBothCopy(ctx context.Context, from, to, srcEnd uint64) ([]msgHash, []msgHash, error) {
-	type res struct {
-		hs  []msgHash
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		hs, err := readHashesWith(ctx, m.dst.JS, m.dstName, from, to, copyHash)
-		ch <- res{hs, err}
-	}()
-	var hs []msgHash
-	var err error
-	if srcEnd > from {
-		hs, err = readHashesWith(ctx, m.src.JS, m.srcName, from, srcEnd-1, sourceHash)
-	}
-	r := <-ch
-	if err != nil {
-		return nil, nil, err
-	}
-	return hs, r.hs, r.err
+// copiedSource is the source's hashes from..end: read from the source
+// below began (what the target held before this copy), the copied ones
+// from began on.
+func (m *mover) copiedSource(ctx context.Context, from, began, end uint64, copied []msgHash) *hashStream {
+	return produce(ctx, func(ctx context.Context, e *emitter) (uint64, error) {
+		if began > from {
+			if err := readHashesTo(ctx, m.src.JS, m.srcName, from, min(began-1, end), sourceHash, e.emit); err != nil {
+				return 0, err
+			}
+		}
+		for _, h := range copied {
+			if h.Seq >= max(from, began) && h.Seq <= end {
+				if err := e.emit(h); err != nil {
+					return 0, err
+				}
+			}
+		}
+		return end, nil
+	})
 }
 
 // copyUpTo copies the source to the target up to seq want (gaps
 // included), starting from the target's last sequence, and purges the
 // fillers. A failed round starts again from the target's last sequence.
 // It returns the sequence it began from; hashes, if not nil, gets the
-// hashes of the source's messages copied (in sequence order).
-func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string, hashes *[]msgHash) (uint64, error) {
+// hashes of the source's messages copied (in sequence order). Progress
+// counts towards total.
+func (m *mover) copyUpTo(ctx context.Context, want, total uint64, phase string, hashes *[]msgHash) (uint64, error) {
 	failed, lastFrom, began := 0, uint64(0), uint64(0)
 	for {
 		ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
@@ -253,7 +292,7 @@ func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string, hashes 
 			failed++
 		}
 		lastFrom = next
-		err = m.copyRange(ctx, next, want, phase, hashes)
+		err = m.copyRange(ctx, next, want, total, phase, hashes)
 		if err == nil {
 			continue
 		}
@@ -313,7 +352,7 @@ func (p *copyPub) stored(target string) error {
 // stored twice nor out of place. At the first one not stored the reading
 // and publishing stop, what is in flight is still settled (for
 // copyAckWait at most), and the round fails.
-func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, hashes *[]msgHash) error {
+func (m *mover) copyRange(ctx context.Context, next, want, total uint64, phase string, hashes *[]msgHash) error {
 	r, err := streamread.Resolve(ctx, m.src.JS, streamread.Config{Stream: m.srcName, FromSeq: next, ToSeq: want})
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", m.srcName, err)
@@ -344,7 +383,7 @@ func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, 
 		}
 		lastReport = time.Now()
 		rate := float64(done+1-next) / time.Since(start).Seconds()
-		m.cfg.Progress(Progress{Phase: phase, Copied: done, Total: want, Rate: rate, Lag: want - done})
+		m.cfg.Progress(Progress{Phase: phase, Copied: done, Total: total, Rate: rate, Lag: total - done})
 	}
 	var failed error
 	sctx := ctx
@@ -466,7 +505,7 @@ func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, err := m.copyUpTo(ctx, sinfo.State.LastSeq, "catching up", nil); err != nil {
+		if _, err := m.copyUpTo(ctx, sinfo.State.LastSeq, sinfo.State.LastSeq, "catching up", nil); err != nil {
 			return nil, nil, err
 		}
 		changed, err := m.applyDeletes(ctx, sinfo, deleted)
@@ -483,17 +522,13 @@ func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint
 // does, with the copy's hashes and without the byte count (the copy's
 // headers differ).
 func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) error {
-	from := max(m.verified+1, sinfo.State.FirstSeq)
-	srcHs, dstHs, err := m.readBothCopy(ctx, from, sinfo.State.LastSeq, sinfo.State.LastSeq+1)
-	if err != nil {
+	from, to := max(m.verified+1, sinfo.State.FirstSeq), sinfo.State.LastSeq
+	src := streamHashes(ctx, m.src.JS, m.srcName, from, to, sourceHash)
+	dst := streamHashes(ctx, m.dst.JS, m.dstName, from, to, copyHash)
+	if err := m.compareFrozen(ctx, src, dst); err != nil {
 		return err
 	}
-	src, dst, err := m.compare(ctx, srcHs, dstHs, true)
-	if err != nil {
-		return err
-	}
-	m.srcHashes, m.dstHashes = append(m.srcHashes, src...), append(m.dstHashes, dst...)
-	return m.verifySets(ctx, sinfo, deleted, setChecks{lastSeq: true, srcHash: sourceHash, dstHash: copyHash})
+	return m.verifySets(ctx, sinfo, deleted, setChecks{lastSeq: true})
 }
 
 // encodeHeader is the header of the copy of a message with header h and

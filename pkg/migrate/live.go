@@ -49,23 +49,6 @@ func (m *mover) liveRetry(ctx context.Context, round func(ctx context.Context) e
 		}}, round)
 }
 
-// accept compares the hashes of a live round (the source's against the
-// target's, read up to seq to), keeps them for the final digest and marks
-// the range verified.
-func (m *mover) accept(ctx context.Context, srcHs, dstHs []msgHash, to uint64) error {
-	srcN, dstN := len(m.srcHashes), len(m.dstHashes)
-	m.srcHashes, m.dstHashes = append(m.srcHashes, srcHs...), append(m.dstHashes, dstHs...)
-	src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], false)
-	if err != nil {
-		// Nothing of the round is kept: it may be run again.
-		m.srcHashes, m.dstHashes = m.srcHashes[:srcN], m.dstHashes[:dstN]
-		return err
-	}
-	m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
-	m.verified = to
-	return nil
-}
-
 // anotherRound says whether a live round should follow round: only before
 // a cutover, while the source's unverified tail is long, for at most
 // maxLiveRounds rounds. It returns the source's info it looked at.

@@ -106,30 +106,17 @@ func (m *mover) mirrorRound(ctx context.Context, si *jetstream.StreamInfo) error
 	}
 	m.at("copying")
 	from := max(si.State.FirstSeq, m.verified+1)
-	to := want
-	var srcHs, dstHs []msgHash
 	if want > 0 && want >= from {
-		var err error
-		if srcHs, dstHs, to, err = m.readWhileCopying(ctx, from, want, si.State.LastSeq); err != nil {
-			return err
-		}
-	} else {
-		tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
-		if err != nil {
-			return err
-		}
-		to = min(tinfo.State.LastSeq, si.State.LastSeq)
-		if to >= from {
-			srcN, dstN := len(m.srcHashes), len(m.dstHashes)
-			if err := m.readBoth(ctx, from, to); err != nil {
-				return err
-			}
-			srcHs, dstHs = m.srcHashes[srcN:], m.dstHashes[dstN:]
-			m.srcHashes, m.dstHashes = m.srcHashes[:srcN], m.dstHashes[:dstN]
-		}
+		src := streamHashes(ctx, m.src.JS, m.srcName, from, want, timedHash)
+		return m.acceptStreams(ctx, from, src, m.behindMirror(ctx, from, want, si.State.LastSeq))
 	}
-	if to >= from {
-		return m.accept(ctx, srcHs, dstHs, to)
+	tinfo, err := m.waitCopied(ctx, "copying", want, si.State.LastSeq, pollEvery)
+	if err != nil {
+		return err
+	}
+	if to := min(tinfo.State.LastSeq, si.State.LastSeq); to >= from {
+		src, dst := m.readBoth(ctx, from, to)
+		return m.acceptStreams(ctx, from, src, dst)
 	}
 	return nil
 }
@@ -264,64 +251,49 @@ func (w *copyWatch) poll(ctx context.Context) (*jetstream.StreamInfo, error) {
 	return ti, nil
 }
 
-// readWhileCopying hashes from..want of the source and of the target,
-// reading the source at once and the target behind the mirror as it
-// copies, so that the comparison costs little more time than the copy.
-// When want leaves the source before the mirror copied it (deleted,
-// expired), the mirror stops short of it: the round ends where the mirror
-// caught up. It returns the hashes and the last sequence they cover.
-func (m *mover) readWhileCopying(ctx context.Context, from, want, total uint64) ([]msgHash, []msgHash, uint64, error) {
-	type res struct {
-		hs  []msgHash
-		err error
-	}
-	ch := make(chan res, 1)
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		hs, err := readHashes(rctx, m.src.JS, m.srcName, from, want, true)
-		ch <- res{hs, err}
-	}()
-	w := m.watch("copying", total)
-	var dst []msgHash
-	to := want
-	for next, idle := from, 0; next <= to; {
-		ti, err := w.poll(ctx)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		if upto := min(ti.State.LastSeq, to); upto >= next {
-			hs, err := readHashes(ctx, m.dst.JS, m.dstName, next, upto, true)
+// behindMirror reads the target from..want behind the mirror as it
+// copies, so that the comparison with the source, read at once, costs
+// little more time than the copy. When want leaves the source before the
+// mirror copied it (deleted, expired), the mirror stops short of it: the
+// read ends where the mirror caught up (the stream's end).
+func (m *mover) behindMirror(ctx context.Context, from, want, total uint64) *hashStream {
+	return produce(ctx, func(ctx context.Context, e *emitter) (uint64, error) {
+		w := m.watch("copying", total)
+		to := want
+		for next, idle := from, 0; next <= to; {
+			ti, err := w.poll(ctx)
 			if err != nil {
-				return nil, nil, 0, err
+				return 0, err
 			}
-			dst = append(dst, hs...)
-			next, idle = upto+1, 0
-			continue
-		}
-		if caughtUp(ti) {
-			idle++
-		} else {
-			idle = 0
-		}
-		if idle >= 2 {
-			gone, err := m.gone(ctx, to)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			if gone {
-				to = ti.State.LastSeq
+			if upto := min(ti.State.LastSeq, to); upto >= next {
+				if err := readHashesTo(ctx, m.dst.JS, m.dstName, next, upto, timedHash, e.emit); err != nil {
+					return 0, err
+				}
+				if err := e.flush(); err != nil {
+					return 0, err
+				}
+				next, idle = upto+1, 0
 				continue
 			}
+			if caughtUp(ti) {
+				idle++
+			} else {
+				idle = 0
+			}
+			if idle >= 2 {
+				gone, err := m.gone(ctx, to)
+				if err != nil {
+					return 0, err
+				}
+				if gone {
+					to = ti.State.LastSeq
+					continue
+				}
+			}
+			if err := retry.Sleep(ctx, pollEvery); err != nil {
+				return 0, err
+			}
 		}
-		if err := retry.Sleep(ctx, pollEvery); err != nil {
-			return nil, nil, 0, err
-		}
-	}
-	r := <-ch
-	src := r.hs
-	for len(src) > 0 && src[len(src)-1].Seq > to {
-		src = src[:len(src)-1]
-	}
-	return src, dst, to, r.err
+		return to, nil
+	})
 }

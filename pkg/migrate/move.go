@@ -69,18 +69,18 @@ type hop struct {
 
 // mover is one move in progress.
 type mover struct {
-	src, dst  Endpoint
-	cfg       Config
-	hop       hop
-	srcName   string
-	dstName   string
-	api       string // the source's API prefix as the target's server sees it
-	sum       *Summary
-	started   time.Time
-	srcHashes []msgHash
-	dstHashes []msgHash
-	verified  uint64            // the prefix up to here is verified
-	notes     map[string]string // consumer: how its config had to change
+	src, dst Endpoint
+	cfg      Config
+	hop      hop
+	srcName  string
+	dstName  string
+	api      string // the source's API prefix as the target's server sees it
+	sum      *Summary
+	started  time.Time
+	// tally is what the verification keeps: a digest, not the hashes.
+	tally    *tally
+	verified uint64            // the prefix up to here is verified
+	notes    map[string]string // consumer: how its config had to change
 	// same: the target is on the source's server (cluster, domain).
 	same bool
 	// dlqMove is the source's DLQ, moving to the target's name (dlq.go).
@@ -99,7 +99,7 @@ func Stream(ctx context.Context, src, dst Endpoint, cfg Config) (*Summary, error
 }
 
 func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary, error) {
-	m := &mover{src: src, dst: dst, cfg: cfg, hop: h, srcName: cfg.Stream, dstName: cfg.Target, started: time.Now(), notes: map[string]string{}}
+	m := &mover{src: src, dst: dst, cfg: cfg, hop: h, srcName: cfg.Stream, dstName: cfg.Target, started: time.Now(), notes: map[string]string{}, tally: newTally()}
 	if m.dstName == "" {
 		m.dstName = m.srcName
 	}
