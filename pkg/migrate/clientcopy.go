@@ -326,7 +326,6 @@ type copyPub struct {
 	seq    uint64
 	hash   uint64 // the source message's sourceHash; 0 for a filler
 	filler bool
-	sent   bool
 }
 
 // stored says whether the target acknowledged p at its own sequence; a
@@ -372,7 +371,9 @@ func (m *mover) copyRange(ctx context.Context, next, want, total uint64, phase s
 		readErr <- m.feedCopy(pctx, r, next, want, hashes != nil, feed)
 	}()
 	sent := mv.Serial(feed, copyWindow, func(p *copyPub) {
-		p.sent = pctx.Err() == nil && w.Publish(pctx, &p.Pub) == nil
+		if pctx.Err() == nil {
+			_ = w.Publish(pctx, &p.Pub) // not sent: Settle says so
+		}
 	})
 
 	start, lastReport := time.Now(), time.Now()
@@ -389,10 +390,10 @@ func (m *mover) copyRange(ctx context.Context, next, want, total uint64, phase s
 	sctx := ctx
 	for p := range sent {
 		w.Settle(sctx, &p.Pub)
-		if hashes != nil && p.sent && !p.filler {
-			// Kept whatever the outcome: copyUpTo keeps those below the
-			// target's next sequence, which the verification compares
-			// with what the target holds.
+		if hashes != nil && !p.filler {
+			// Kept whatever the outcome, sent or not: copyUpTo keeps
+			// those below the target's next sequence, which the
+			// verification compares with what the target holds there.
 			*hashes = append(*hashes, msgHash{Seq: p.seq, Hash: p.hash})
 		}
 		if failed != nil {
