@@ -13,9 +13,9 @@ package migrate
 //     _jetctl.migrating.<target>, and it starts at the source's first
 //     sequence (first_seq).
 //   - Each message is published with Nats-Expected-Stream and
-//     Nats-Expected-Last-Sequence: <its seq - 1>, pipelined (a bounded
-//     window of async publishes): a retry after a lost ack cannot store it
-//     twice, and a stray writer fails the next publish. The sequences stay
+//     Nats-Expected-Last-Sequence: <its seq - 1>, pipelined (package
+//     mover's window of async publishes): a retry after a lost ack cannot
+//     store it twice, and a stray writer fails the next publish. The sequences stay
 //     equal because each gap of the source is published as a filler (an
 //     empty message with Jetctl-Migrate-Filler on the placeholder subject)
 //     and the fillers are purged (one purge by subject) after each round.
@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/logctx"
+	mv "github.com/jetctl/jetctl/pkg/mover"
 	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -80,9 +82,11 @@ const mechanismCopy = "copy"
 func CopySubjectPrefix(target string) string { return "_jetctl.copy." + target }
 
 // copyWindow is how many publishes of the copy wait for their acks at
-// most; copyAckWait how long one ack is waited for; copyAttempts how many
-// times a copy round starts again from the target's last sequence after a
-// failed publish (each attempt that makes progress does not count).
+// most; copyAckWait how long one ack is waited for before the publish is
+// tried once more, synchronously (and how long a failed round waits for
+// what it has in flight); copyAttempts how many times a copy round starts
+// again from the target's last sequence after a failed publish (each
+// attempt that makes progress does not count).
 var (
 	copyWindow   = 2000
 	copyAckWait  = 10 * time.Second
@@ -90,6 +94,10 @@ var (
 	// readAhead is how many messages read from the source wait for their
 	// publish at most.
 	readAhead = 4096
+	// copyChunk is how many sequences a live round copies before it
+	// compares them with the target, while it copies the next (their
+	// hashes wait meanwhile: 1 MiB a chunk).
+	copyChunk uint64 = 1 << 16
 )
 
 func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
@@ -170,63 +178,98 @@ func (m *mover) copyLive(ctx context.Context, si *jetstream.StreamInfo) error {
 }
 
 // copyRound is one live round of jetctl's copy: it copies up to what the
-// source held at si, compares, and marks it verified. Run again after a
-// failure, it continues from the target's last sequence.
+// source held at si, compares, and marks it verified, copyChunk sequences
+// at a time. The source's messages are hashed as they are copied (only
+// what the target held already is read from the source again), and each
+// chunk is compared with what the target stored while the next is
+// copied: two chunks' hashes are what the comparison holds. Run again
+// after a failure, it continues from the target's last sequence.
 func (m *mover) copyRound(ctx context.Context, si *jetstream.StreamInfo) error {
 	m.at("copying")
-	// The source's messages are hashed as they are copied: only what the
-	// target held already is read from the source again.
-	var copied []msgHash
-	began, err := m.copyUpTo(ctx, si.State.LastSeq, "copying", &copied)
-	if err != nil {
+	want := si.State.LastSeq
+	from := max(si.State.FirstSeq, m.verified+1)
+	// A failed comparison stops the copy.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var compared chan error // the comparison running, if any
+	wait := func() error {
+		if compared == nil {
+			return nil
+		}
+		err := <-compared
+		compared = nil
 		return err
 	}
-	from, to := max(si.State.FirstSeq, m.verified+1), si.State.LastSeq
-	if si.State.Msgs == 0 || to < from {
-		return nil
-	}
-	srcHs, dstHs, err := m.readBothCopy(ctx, from, to, min(began, to+1))
-	if err != nil {
+	defer func() { _ = wait() }()
+	fail := func(err error) error {
+		if cerr := wait(); cerr != nil {
+			return cerr
+		}
 		return err
 	}
-	for _, h := range copied {
-		if h.Seq >= from && h.Seq <= to && (len(srcHs) == 0 || h.Seq > srcHs[len(srcHs)-1].Seq) {
-			srcHs = append(srcHs, h)
+	var bufs [2][]msgHash
+	for i := 0; ; i++ {
+		ti, err := streamInfo(cctx, m.dst.JS, m.dstName)
+		if err != nil {
+			return fail(err)
+		}
+		end := min(want, max(ti.State.LastSeq, from-1)+copyChunk)
+		copied := bufs[i%2][:0]
+		began, err := m.copyUpTo(cctx, end, want, "copying", &copied)
+		bufs[i%2] = copied
+		if err != nil {
+			return fail(err)
+		}
+		if err := wait(); err != nil {
+			return err
+		}
+		if si.State.Msgs > 0 && end >= from {
+			src := m.copiedSource(ctx, from, began, end, copied)
+			dst := streamHashes(ctx, m.dst.JS, m.dstName, from, end, copyHash)
+			compared = make(chan error, 1)
+			go func(from uint64) {
+				err := m.acceptStreams(ctx, from, src, dst)
+				if err != nil {
+					cancel(err)
+				}
+				compared <- err
+			}(from)
+			from = end + 1
+		}
+		if end >= want {
+			return wait()
 		}
 	}
-	return m.accept(ctx, srcHs, dstHs, to)
 }
 
-// readBothCopy hashes from..to of the target and from..srcEnd-1 of the
-// source, at once.
-func (m *mover) readBothCopy(ctx context.Context, from, to, srcEnd uint64) ([]msgHash, []msgHash, error) {
-	type res struct {
-		hs  []msgHash
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		hs, err := readHashesWith(ctx, m.dst.JS, m.dstName, from, to, copyHash)
-		ch <- res{hs, err}
-	}()
-	var hs []msgHash
-	var err error
-	if srcEnd > from {
-		hs, err = readHashesWith(ctx, m.src.JS, m.srcName, from, srcEnd-1, sourceHash)
-	}
-	r := <-ch
-	if err != nil {
-		return nil, nil, err
-	}
-	return hs, r.hs, r.err
+// copiedSource is the source's hashes from..end: read from the source
+// below began (what the target held before this copy), the copied ones
+// from began on.
+func (m *mover) copiedSource(ctx context.Context, from, began, end uint64, copied []msgHash) *hashStream {
+	return produce(ctx, func(ctx context.Context, e *emitter) (uint64, error) {
+		if began > from {
+			if err := readHashesTo(ctx, m.src.JS, m.srcName, from, min(began-1, end), sourceHash, e.emit); err != nil {
+				return 0, err
+			}
+		}
+		for _, h := range copied {
+			if h.Seq >= max(from, began) && h.Seq <= end {
+				if err := e.emit(h); err != nil {
+					return 0, err
+				}
+			}
+		}
+		return end, nil
+	})
 }
 
 // copyUpTo copies the source to the target up to seq want (gaps
 // included), starting from the target's last sequence, and purges the
 // fillers. A failed round starts again from the target's last sequence.
 // It returns the sequence it began from; hashes, if not nil, gets the
-// hashes of the source's messages copied (in sequence order).
-func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string, hashes *[]msgHash) (uint64, error) {
+// hashes of the source's messages copied (in sequence order). Progress
+// counts towards total.
+func (m *mover) copyUpTo(ctx context.Context, want, total uint64, phase string, hashes *[]msgHash) (uint64, error) {
 	failed, lastFrom, began := 0, uint64(0), uint64(0)
 	for {
 		ti, err := streamInfo(ctx, m.dst.JS, m.dstName)
@@ -249,7 +292,7 @@ func (m *mover) copyUpTo(ctx context.Context, want uint64, phase string, hashes 
 			failed++
 		}
 		lastFrom = next
-		err = m.copyRange(ctx, next, want, phase, hashes)
+		err = m.copyRange(ctx, next, want, total, phase, hashes)
 		if err == nil {
 			continue
 		}
@@ -276,82 +319,99 @@ func (m *mover) purgeFillers(ctx context.Context) error {
 	return nil
 }
 
+// copyPub is one publish of the copy: a message of the source, or a
+// filler for a gap, to be stored at seq.
+type copyPub struct {
+	mv.Pub
+	seq    uint64
+	hash   uint64 // the source message's sourceHash; 0 for a filler
+	filler bool
+}
+
+// stored says whether the target acknowledged p at its own sequence; a
+// refusal (a stray writer took the sequence, or an earlier send of p was
+// stored and its acknowledgement lost: wrong last sequence either way)
+// fails the round, which starts again from the target's last sequence.
+func (p *copyPub) stored(target string) error {
+	switch {
+	case p.Err != nil:
+		return fmt.Errorf("seq %d: %w", p.seq, p.Err)
+	case p.Stream != target || p.Seq != p.seq:
+		return fmt.Errorf("seq %d stored as %q seq %d", p.seq, p.Stream, p.Seq)
+	}
+	return nil
+}
+
 // copyRange reads the source from next to want and publishes each
-// message, and a filler for each gap, to the target.
-func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, hashes *[]msgHash) error {
+// message, and a filler for each gap, to the target, through a window of
+// at most copyWindow publishes waiting for their acknowledgement (package
+// mover): a feed reads the source and makes the copies, a publish stage
+// sends them, and this goroutine settles them in order. Each copy expects
+// the target's last sequence to be its own minus one, so a copy is never
+// stored twice nor out of place. At the first one not stored the reading
+// and publishing stop, what is in flight is still settled (for
+// copyAckWait at most), and the round fails.
+func (m *mover) copyRange(ctx context.Context, next, want, total uint64, phase string, hashes *[]msgHash) error {
 	r, err := streamread.Resolve(ctx, m.src.JS, streamread.Config{Stream: m.srcName, FromSeq: next, ToSeq: want})
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", m.srcName, err)
 	}
-	p := &pipe{js: m.dst.JS, stream: m.dstName, timer: time.NewTimer(copyAckWait)}
-	defer p.timer.Stop()
-	filler := PlaceholderSubject(m.dstName)
-	expect := next
-	start, lastReport := time.Now(), time.Now()
-	gap := func(upto uint64) error {
-		for ; expect < upto; expect++ {
-			if err := p.publish(ctx, &nats.Msg{Subject: filler, Header: nats.Header{HeaderFiller: []string{"1"}}}, expect); err != nil {
-				return err
-			}
-		}
-		return nil
+	w, err := mv.New(m.dst.JS, mv.Config{MaxPending: copyWindow, AckWait: copyAckWait})
+	if err != nil {
+		return fmt.Errorf("copying %q to %q: %w", m.srcName, m.dstName, err)
 	}
+	defer w.Close()
+	// pctx stops the reading and the publishing at the first failure.
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	feed := make(chan *copyPub, readAhead)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(feed)
+		readErr <- m.feedCopy(pctx, r, next, want, hashes != nil, feed)
+	}()
+	sent := mv.Serial(feed, copyWindow, func(p *copyPub) {
+		if pctx.Err() == nil {
+			_ = w.Publish(pctx, &p.Pub) // not sent: Settle says so
+		}
+	})
+
+	start, lastReport := time.Now(), time.Now()
+	done := next - 1 // the last sequence stored
 	report := func(force bool) {
 		if m.cfg.Progress == nil || (!force && time.Since(lastReport) < pollEvery) {
 			return
 		}
 		lastReport = time.Now()
-		rate := float64(expect-next) / time.Since(start).Seconds()
-		m.cfg.Progress(Progress{Phase: phase, Copied: expect - 1, Total: want, Rate: rate, Lag: want - (expect - 1)})
+		rate := float64(done+1-next) / time.Since(start).Seconds()
+		m.cfg.Progress(Progress{Phase: phase, Copied: done, Total: total, Rate: rate, Lag: total - done})
 	}
-	// The source is read in a goroutine of its own, so that reading and
-	// publishing overlap.
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	msgs := make(chan *envelope.Message, readAhead)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(msgs)
-		readErr <- streamread.Read(rctx, m.src.JS, r, func(e *envelope.Message) error {
-			select {
-			case msgs <- e:
-				return nil
-			case <-rctx.Done():
-				return rctx.Err()
-			}
-		})
-	}()
-	for e := range msgs {
-		if err = gap(e.Seq); err != nil {
-			break
+	var failed error
+	sctx := ctx
+	for p := range sent {
+		w.Settle(sctx, &p.Pub)
+		if hashes != nil && !p.filler {
+			// Kept whatever the outcome, sent or not: copyUpTo keeps
+			// those below the target's next sequence, which the
+			// verification compares with what the target holds there.
+			*hashes = append(*hashes, msgHash{Seq: p.seq, Hash: p.hash})
 		}
-		if hashes != nil {
-			*hashes = append(*hashes, msgHash{Seq: e.Seq, Hash: sourceHash(e)})
+		if failed != nil {
+			continue
 		}
-		subject := e.Subject
-		if m.copyPrefix != "" {
-			subject = m.copyPrefix + "." + subject
+		if failed = p.stored(m.dstName); failed != nil {
+			stop()
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithTimeout(ctx, copyAckWait)
+			defer cancel()
+			continue
 		}
-		msg := &nats.Msg{Subject: subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}
-		if err = p.publish(ctx, msg, e.Seq); err != nil {
-			break
-		}
-		expect = e.Seq + 1
+		done = p.seq
 		report(false)
 	}
-	if err != nil {
-		cancel()
-		for range msgs {
-		}
-		<-readErr
-	} else {
-		err = <-readErr
-	}
-	if err == nil {
-		err = gap(want + 1)
-	}
-	if derr := p.drain(ctx, err != nil); err == nil {
-		err = derr
+	err = <-readErr
+	if failed != nil {
+		err = failed
 	}
 	if err != nil {
 		return fmt.Errorf("copying %q to %q: %w", m.srcName, m.dstName, err)
@@ -360,95 +420,53 @@ func (m *mover) copyRange(ctx context.Context, next, want uint64, phase string, 
 	return nil
 }
 
-// pipe publishes to the target with a bounded window of acks pending.
-type pipe struct {
-	js      jetstream.JetStream
-	stream  string
-	pending []pubPending
-	head    int
-	timer   *time.Timer
-	// by, when set, bounds all the waits together (a drain after a
-	// failure, when acks may never come).
-	by time.Time
-}
-
-type pubPending struct {
-	seq uint64
-	f   jetstream.PubAckFuture
-}
-
-// publish publishes msg to be stored at seq: it fails unless the target's
-// last sequence is seq-1 then.
-func (p *pipe) publish(ctx context.Context, msg *nats.Msg, seq uint64) error {
-	for len(p.pending)-p.head >= copyWindow {
-		if err := p.waitOne(ctx); err != nil {
-			return err
-		}
-	}
-	f, err := p.js.PublishMsgAsync(msg, jetstream.WithExpectStream(p.stream), jetstream.WithExpectLastSequence(seq-1))
-	if err != nil {
-		return fmt.Errorf("seq %d: %w", seq, err)
-	}
-	if p.head > 0 && p.head == len(p.pending) {
-		p.pending, p.head = p.pending[:0], 0
-	}
-	p.pending = append(p.pending, pubPending{seq, f})
-	return nil
-}
-
-// waitOne waits for the oldest ack pending.
-func (p *pipe) waitOne(ctx context.Context) error {
-	x := p.pending[p.head]
-	p.pending[p.head] = pubPending{}
-	p.head++
-	if !p.timer.Stop() {
+// feedCopy reads r (the source from next to want) and passes on the copy
+// of each message, and a filler for each gap up to want, each expecting
+// the target's last sequence to be its own minus one.
+func (m *mover) feedCopy(ctx context.Context, r streamread.Range, next, want uint64, hash bool, feed chan<- *copyPub) error {
+	filler := PlaceholderSubject(m.dstName)
+	expect := next
+	put := func(p *copyPub) error {
+		p.Msg.Header.Set(jetstream.ExpectedStreamHeader, m.dstName)
+		p.Msg.Header.Set(jetstream.ExpectedLastSeqHeader, strconv.FormatUint(p.seq-1, 10))
 		select {
-		case <-p.timer.C:
-		default:
+		case feed <- p:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	wait := copyAckWait
-	if !p.by.IsZero() {
-		wait = time.Until(p.by)
-	}
-	p.timer.Reset(max(wait, 0))
-	select {
-	case ack := <-x.f.Ok():
-		if ack.Sequence != x.seq || ack.Stream != p.stream {
-			return fmt.Errorf("seq %d stored as %q seq %d", x.seq, ack.Stream, ack.Sequence)
-		}
-		return nil
-	case err := <-x.f.Err():
-		return fmt.Errorf("seq %d: %w", x.seq, err)
-	case <-p.timer.C:
-		return fmt.Errorf("seq %d: no ack in %s", x.seq, wait)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// drain waits for every ack pending; after a failure (failed) it only
-// waits, so that no late ack counts for a next round.
-func (p *pipe) drain(ctx context.Context, failed bool) error {
-	if failed {
-		p.by = time.Now().Add(copyAckWait)
-	}
-	var first error
-	for p.head < len(p.pending) {
-		if err := p.waitOne(ctx); err != nil && first == nil {
-			first = err
-			if ctx.Err() != nil {
+	gap := func(upto uint64) error {
+		for ; expect < upto; expect++ {
+			msg := &nats.Msg{Subject: filler, Header: nats.Header{HeaderFiller: []string{"1"}}}
+			if err := put(&copyPub{Pub: mv.Pub{Msg: msg}, seq: expect, filler: true}); err != nil {
 				return err
 			}
-			if p.by.IsZero() {
-				p.by = time.Now().Add(copyAckWait)
-			}
 		}
-	}
-	if failed {
 		return nil
 	}
-	return first
+	err := streamread.Read(ctx, m.src.JS, r, func(e *envelope.Message) error {
+		if err := gap(e.Seq); err != nil {
+			return err
+		}
+		subject := e.Subject
+		if m.copyPrefix != "" {
+			subject = m.copyPrefix + "." + subject
+		}
+		p := &copyPub{Pub: mv.Pub{Msg: &nats.Msg{Subject: subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}}, seq: e.Seq}
+		if hash {
+			p.hash = sourceHash(e)
+		}
+		if err := put(p); err != nil {
+			return err
+		}
+		expect = e.Seq + 1
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return gap(want + 1)
 }
 
 // copyCutover holds the source (its consumers paused, its subjects taken
@@ -488,7 +506,7 @@ func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, err := m.copyUpTo(ctx, sinfo.State.LastSeq, "catching up", nil); err != nil {
+		if _, err := m.copyUpTo(ctx, sinfo.State.LastSeq, sinfo.State.LastSeq, "catching up", nil); err != nil {
 			return nil, nil, err
 		}
 		changed, err := m.applyDeletes(ctx, sinfo, deleted)
@@ -505,17 +523,13 @@ func (m *mover) copySettle(ctx context.Context) (*jetstream.StreamInfo, map[uint
 // does, with the copy's hashes and without the byte count (the copy's
 // headers differ).
 func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) error {
-	from := max(m.verified+1, sinfo.State.FirstSeq)
-	srcHs, dstHs, err := m.readBothCopy(ctx, from, sinfo.State.LastSeq, sinfo.State.LastSeq+1)
-	if err != nil {
+	from, to := max(m.verified+1, sinfo.State.FirstSeq), sinfo.State.LastSeq
+	src := streamHashes(ctx, m.src.JS, m.srcName, from, to, sourceHash)
+	dst := streamHashes(ctx, m.dst.JS, m.dstName, from, to, copyHash)
+	if err := m.compareFrozen(ctx, src, dst); err != nil {
 		return err
 	}
-	src, dst, err := m.compare(ctx, srcHs, dstHs, true)
-	if err != nil {
-		return err
-	}
-	m.srcHashes, m.dstHashes = append(m.srcHashes, src...), append(m.dstHashes, dst...)
-	return m.verifySets(ctx, sinfo, deleted, setChecks{lastSeq: true, srcHash: sourceHash, dstHash: copyHash})
+	return m.verifySets(ctx, sinfo, deleted, setChecks{lastSeq: true})
 }
 
 // encodeHeader is the header of the copy of a message with header h and

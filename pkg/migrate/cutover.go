@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
@@ -426,33 +425,28 @@ func (m *mover) applyDeletes(ctx context.Context, sinfo *jetstream.StreamInfo, d
 
 // verifyFinal compares the frozen source with the target: the messages
 // copied since the live comparison one by one, then counts, first and last
-// sequences, per-subject counts and a digest of every message.
+// sequences, per-subject counts and that every message was compared.
 func (m *mover) verifyFinal(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool) error {
-	from := max(m.verified+1, sinfo.State.FirstSeq)
-	srcN, dstN := len(m.srcHashes), len(m.dstHashes)
-	if err := m.readBoth(ctx, from, sinfo.State.LastSeq); err != nil {
+	src, dst := m.readBoth(ctx, max(m.verified+1, sinfo.State.FirstSeq), sinfo.State.LastSeq)
+	if err := m.compareFrozen(ctx, src, dst); err != nil {
 		return err
 	}
-	src, dst, err := m.compare(ctx, m.srcHashes[srcN:], m.dstHashes[dstN:], true)
-	if err != nil {
-		return err
-	}
-	m.srcHashes, m.dstHashes = append(m.srcHashes[:srcN], src...), append(m.dstHashes[:dstN], dst...)
-	return m.verifySets(ctx, sinfo, deleted, setChecks{srcHash: timedHash, dstHash: timedHash})
+	return m.verifySets(ctx, sinfo, deleted, setChecks{})
 }
 
 // setChecks tune verifySets to how a move copies.
 type setChecks struct {
 	// lastSeq compares the last sequences. (The byte counts are not
 	// compared: a mirror drops the Nats-Expected-* headers, so they differ
-	// where the source stored some; the digest covers every message.)
-	lastSeq          bool
-	srcHash, dstHash func(*envelope.Message) uint64
+	// where the source stored some; every message is compared.)
+	lastSeq bool
 }
 
 // verifySets compares the frozen source and the target as wholes, once
 // every message of both has been compared: counts, first (and last)
-// sequence, bytes, per-subject counts, and a digest over every message.
+// sequence, per-subject counts, the sequences each holds, and that each
+// message either holds was compared (the tally's digest is then the
+// summary's).
 func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, deleted map[uint64]bool, c setChecks) error {
 	tinfo, err := streamInfo(ctx, m.dst.JS, m.dstName, jetstream.WithDeletedDetails(true))
 	if err != nil {
@@ -464,22 +458,19 @@ func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, del
 		tdel[d] = true
 	}
 	// A replica behind its leader may have answered a direct get without a
-	// message: read what the lists lack from the leaders.
-	if m.srcHashes, err = fillGapsWith(ctx, m.src.JS, m.srcName, m.srcHashes, s.FirstSeq, s.LastSeq, s.Msgs, deleted, c.srcHash); err != nil {
+	// message: what either holds and the comparison did not see is read
+	// from the leaders.
+	unseen, err := m.compareUnseen(ctx, s, deleted, t, tdel)
+	if err != nil {
 		return err
 	}
-	if m.dstHashes, err = fillGapsWith(ctx, m.dst.JS, m.dstName, m.dstHashes, t.FirstSeq, t.LastSeq, t.Msgs, tdel, c.dstHash); err != nil {
-		return err
-	}
-	// A difference names the first sequence that differs, when every
-	// message of both was read.
+	// A difference names the first sequence that differs.
 	fail := func(format string, a ...any) error {
 		what := fmt.Sprintf(format, a...)
-		srcNow, dstNow := stored(m.srcHashes, s, deleted), stored(m.dstHashes, t, tdel)
-		if uint64(len(srcNow)) == s.Msgs && uint64(len(dstNow)) == t.Msgs {
-			if _, first, ok := compareHashes(srcNow, dstNow, true); !ok {
-				what = first + " (" + what + ")"
-			}
+		if seq, first, ok := firstDifference(s, deleted, t, tdel); ok && (unseen.what == "" || seq < unseen.seq) {
+			what = first + " (" + what + ")"
+		} else if unseen.what != "" {
+			what = unseen.what + " (" + what + ")"
 		}
 		return m.verifyError(what)
 	}
@@ -512,30 +503,122 @@ func (m *mover) verifySets(ctx context.Context, sinfo *jetstream.StreamInfo, del
 	if len(ssub) != len(tsub) {
 		return fail("%d subjects, the source %d", len(tsub), len(ssub))
 	}
-	sd, sn := digest(m.srcHashes, s.FirstSeq, deleted)
-	td, tn := digest(m.dstHashes, t.FirstSeq, tdel)
+	sn := m.tally.held(s.Msgs, s.FirstSeq, s.LastSeq, deleted)
+	tn := m.tally.held(t.Msgs, t.FirstSeq, t.LastSeq, tdel)
 	if sn != s.Msgs || tn != t.Msgs {
 		return fail("read %d messages of the target's %d, %d of the source's %d", tn, t.Msgs, sn, s.Msgs)
 	}
-	if sd != td {
-		return fail("digest %s, the source %s", td, sd)
+	// Every message either holds was compared and found the same: the two
+	// are equal when they hold the same sequences.
+	if _, first, ok := firstDifference(s, deleted, t, tdel); ok {
+		return m.verifyError(first)
 	}
-	m.sum.Digest = sd
+	if unseen.what != "" {
+		return m.verifyError(unseen.what)
+	}
+	m.sum.Digest = m.tally.digest()
 	m.sum.Verified = true
 	m.sum.Messages, m.sum.Bytes, m.sum.FirstSeq, m.sum.LastSeq = s.Msgs, s.Bytes, s.FirstSeq, s.LastSeq
 	return nil
 }
 
-// stored is hs without what the stream no longer holds (below its first
-// sequence, above its last, or deleted): the hashes of what it stores.
-func stored(hs []msgHash, st jetstream.StreamState, deleted map[uint64]bool) []msgHash {
-	out := make([]msgHash, 0, len(hs))
-	for _, h := range hs {
-		if st.Msgs > 0 && h.Seq >= st.FirstSeq && h.Seq <= st.LastSeq && !deleted[h.Seq] {
-			out = append(out, h)
+// difference is a sequence that differs, and how.
+type difference struct {
+	seq  uint64
+	what string
+}
+
+// compareUnseen reads from both leaders, and compares, what either stream
+// holds that the comparison did not see (none when the tally has every
+// message of both; too many, past maxRechecks, are left for the counts to
+// name). It returns the first that differs.
+func (m *mover) compareUnseen(ctx context.Context, s jetstream.StreamState, sdel map[uint64]bool, t jetstream.StreamState, tdel map[uint64]bool) (difference, error) {
+	var unseen []uint64
+	collect := func(st jetstream.StreamState, del map[uint64]bool) bool {
+		if m.tally.held(st.Msgs, st.FirstSeq, st.LastSeq, del) >= st.Msgs {
+			return true
+		}
+		for seq := st.FirstSeq; seq <= st.LastSeq; seq++ {
+			if del[seq] || m.tally.seen.has(seq) {
+				continue
+			}
+			if unseen = append(unseen, seq); len(unseen) > maxRechecks {
+				return false
+			}
+		}
+		return true
+	}
+	if !collect(s, sdel) || !collect(t, tdel) {
+		return difference{}, nil
+	}
+	slices.Sort(unseen)
+	var first difference
+	for _, seq := range slices.Compact(unseen) {
+		sh, sIn, err := leaderHash(ctx, m.src.JS, m.srcName, seq, m.hasher(true))
+		if err != nil {
+			return first, err
+		}
+		th, tIn, err := leaderHash(ctx, m.dst.JS, m.dstName, seq, m.hasher(false))
+		if err != nil {
+			return first, err
+		}
+		switch {
+		case sIn && tIn && sh == th:
+			m.tally.add(msgHash{Seq: seq, Hash: sh})
+		case (sIn || tIn) && first.what == "":
+			first = difference{seq, differs(seq, sIn, tIn)}
 		}
 	}
-	return out
+	return first, nil
+}
+
+// firstDifference is the first sequence that one of two streams holds and
+// the other does not, by their states and deleted sequences, and says so
+// as compareStreams would.
+func firstDifference(s jetstream.StreamState, sdel map[uint64]bool, t jetstream.StreamState, tdel map[uint64]bool) (uint64, string, bool) {
+	holds := func(st jetstream.StreamState, del map[uint64]bool, seq uint64) bool {
+		return st.Msgs > 0 && seq >= st.FirstSeq && seq <= st.LastSeq && !del[seq]
+	}
+	// Where they may differ: each first sequence, the first held past the
+	// shorter one's last, and the deleted sequences.
+	var cands []uint64
+	for _, st := range []jetstream.StreamState{s, t} {
+		if st.Msgs > 0 {
+			cands = append(cands, st.FirstSeq)
+		}
+	}
+	if s.Msgs > 0 && t.Msgs > 0 {
+		longer, del, from := s, sdel, t.LastSeq+1
+		if t.LastSeq > s.LastSeq {
+			longer, del, from = t, tdel, s.LastSeq+1
+		}
+		for seq := from; seq <= longer.LastSeq; seq++ {
+			if !del[seq] {
+				cands = append(cands, seq)
+				break
+			}
+		}
+	}
+	var best uint64
+	found := false
+	try := func(seq uint64) {
+		if (!found || seq < best) && holds(s, sdel, seq) != holds(t, tdel, seq) {
+			best, found = seq, true
+		}
+	}
+	for _, seq := range cands {
+		try(seq)
+	}
+	for d := range sdel {
+		try(d)
+	}
+	for d := range tdel {
+		try(d)
+	}
+	if !found {
+		return 0, "", false
+	}
+	return best, differs(best, holds(s, sdel, best), holds(t, tdel, best)), true
 }
 
 func subjectCounts(ctx context.Context, js jetstream.JetStream, name string) (map[string]uint64, error) {

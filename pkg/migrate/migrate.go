@@ -118,7 +118,7 @@ type Summary struct {
 	Consumers []ConsumerMove `json:"consumers"`
 	Verified  bool           `json:"verified"`
 	// Digest is a SHA-256 over every message verified (sequence, subject,
-	// headers, payload, timestamp), the same on both sides.
+	// headers, payload, timestamp), in the order compared.
 	Digest  string `json:"digest,omitempty"`
 	Cutover bool   `json:"cutover"`
 	// DLQ is the source's DLQ when a cutover moves the stream to another

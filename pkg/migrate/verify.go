@@ -1,11 +1,8 @@
 package migrate
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,27 +59,266 @@ func hashMsg(m *envelope.Message, withTime bool) uint64 {
 
 // readHashes hashes the messages of stream from..to (inclusive).
 func readHashes(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, withTime bool) ([]msgHash, error) {
-	return readHashesWith(ctx, js, stream, from, to, func(m *envelope.Message) uint64 { return hashMsg(m, withTime) })
+	var out []msgHash
+	err := readHashesTo(ctx, js, stream, from, to, func(m *envelope.Message) uint64 { return hashMsg(m, withTime) }, func(h msgHash) error {
+		out = append(out, h)
+		return nil
+	})
+	return out, err
 }
 
-// readHashesWith is readHashes with the hash function given.
-func readHashesWith(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, hash func(*envelope.Message) uint64) ([]msgHash, error) {
+// readHashesTo reads stream from..to (inclusive) and passes each message's
+// hash, by hash, to emit, in sequence order.
+func readHashesTo(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, hash func(*envelope.Message) uint64, emit func(msgHash) error) error {
 	if to < from || to == 0 {
-		return nil, nil
+		return nil
 	}
 	r, err := streamread.Resolve(ctx, js, streamread.Config{Stream: stream, FromSeq: from, ToSeq: to})
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", stream, err)
+		return fmt.Errorf("stream %q: %w", stream, err)
 	}
-	var out []msgHash
 	err = streamread.Read(ctx, js, r, func(m *envelope.Message) error {
-		out = append(out, msgHash{Seq: m.Seq, Hash: hash(m)})
-		return nil
+		return emit(msgHash{Seq: m.Seq, Hash: hash(m)})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: reading seq %d..%d: %w", stream, from, to, err)
+		return fmt.Errorf("stream %q: reading seq %d..%d: %w", stream, from, to, err)
 	}
-	return out, nil
+	return nil
+}
+
+// hashBuffer is how many hashes one side's reader may be ahead of the
+// comparison (16 B each), passed on hashBatch at a time: the source is read
+// at once while the target is read behind its copy.
+const (
+	hashBuffer = 1 << 16
+	hashBatch  = 512
+)
+
+// hashStream is one side's hashes in sequence order, as the goroutine
+// reading them passes them on, for a comparison that keeps none of them.
+type hashStream struct {
+	ch   chan []msgHash
+	stop context.CancelFunc
+	// err and end are set before ch is closed: why the reading ended,
+	// and the last sequence it covered.
+	err error
+	end uint64
+
+	batch []msgHash
+	done  bool
+}
+
+// emitter passes hashes on, a batch at a time (flush passes on the batch
+// begun).
+type emitter struct {
+	ctx   context.Context
+	ch    chan<- []msgHash
+	batch []msgHash
+}
+
+func (e *emitter) emit(h msgHash) error {
+	if e.batch == nil {
+		e.batch = make([]msgHash, 0, hashBatch)
+	}
+	if e.batch = append(e.batch, h); len(e.batch) == hashBatch {
+		return e.flush()
+	}
+	return nil
+}
+
+func (e *emitter) flush() error {
+	if len(e.batch) == 0 {
+		return nil
+	}
+	select {
+	case e.ch <- e.batch:
+		e.batch = nil
+		return nil
+	case <-e.ctx.Done():
+		return e.ctx.Err()
+	}
+}
+
+// produce runs read in a goroutine of its own, passing what it emits on
+// as a hashStream; read returns the last sequence it covered.
+func produce(ctx context.Context, read func(ctx context.Context, e *emitter) (uint64, error)) *hashStream {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &hashStream{ch: make(chan []msgHash, hashBuffer/hashBatch), stop: cancel}
+	go func() {
+		defer close(s.ch)
+		e := &emitter{ctx: ctx, ch: s.ch}
+		s.end, s.err = read(ctx, e)
+		if s.err == nil {
+			s.err = e.flush()
+		}
+	}()
+	return s
+}
+
+// streamHashes reads from..to of a stream, hashing with hash.
+func streamHashes(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, hash func(*envelope.Message) uint64) *hashStream {
+	return produce(ctx, func(ctx context.Context, e *emitter) (uint64, error) {
+		return to, readHashesTo(ctx, js, stream, from, to, hash, e.emit)
+	})
+}
+
+// peek waits for the next hash; false once the stream has ended (err then
+// says whether it failed).
+func (s *hashStream) peek() (msgHash, bool) {
+	for len(s.batch) == 0 && !s.done {
+		b, ok := <-s.ch
+		s.batch, s.done = b, !ok
+	}
+	if len(s.batch) == 0 {
+		return msgHash{}, false
+	}
+	return s.batch[0], true
+}
+
+func (s *hashStream) pop() { s.batch = s.batch[1:] }
+
+// close stops the reading and waits for it to end.
+func (s *hashStream) close() {
+	s.stop()
+	for range s.ch {
+	}
+	s.done, s.batch = true, nil
+}
+
+// compareStreams compares the source's hashes with the target's as they
+// come, both in sequence order, and adds each message found the same to
+// the tally: a message in both must be the same, one in the source only
+// was lost. One in the target only is a difference when exact (two frozen
+// ranges); while the source is live it was deleted from the source since
+// it was copied (the cutover deletes it from the target), and what the
+// source holds past the target's end (dst.end, once the target's stream
+// ended) is left for a later round. It returns once both streams have
+// ended, or once the source's has and the target's end is past it. Direct gets may be answered by a
+// replica that is behind (during a leader change, say), so a difference
+// is read again from both leaders, coherently, before it counts.
+func (m *mover) compareStreams(ctx context.Context, src, dst *hashStream, exact bool) error {
+	rechecks := 0
+	for {
+		s, sok := src.peek()
+		if !sok && src.err != nil {
+			return src.err
+		}
+		if !sok && !exact {
+			// The rest of the target's read is only in the target: let
+			// it end, so that its end is known.
+			for _, ok := dst.peek(); ok; _, ok = dst.peek() {
+				dst.pop()
+			}
+			return dst.err
+		}
+		d, dok := dst.peek()
+		if !dok && dst.err != nil {
+			return dst.err
+		}
+		var seq uint64
+		switch {
+		case !sok && !dok:
+			return nil
+		case sok && dok && s.Seq == d.Seq:
+			src.pop()
+			dst.pop()
+			if s.Hash == d.Hash {
+				m.tally.add(s)
+				continue
+			}
+			seq = s.Seq
+		case sok && (dok && s.Seq < d.Seq || !dok && (exact || s.Seq <= dst.end)):
+			src.pop()
+			seq = s.Seq
+		case sok && !dok:
+			// Past the end of the target's read: a later round's.
+			return nil
+		default:
+			dst.pop()
+			if !exact {
+				continue
+			}
+			seq = d.Seq
+		}
+		if rechecks++; rechecks > maxRechecks {
+			return m.verifyError(differs(seq, sok && s.Seq == seq, dok && d.Seq == seq))
+		}
+		if err := m.recheck(ctx, seq, exact); err != nil {
+			return err
+		}
+	}
+}
+
+// differs says how seq differs: in the source, in the target, or in both
+// with other contents.
+func differs(seq uint64, inSource, inTarget bool) string {
+	switch {
+	case inSource && inTarget:
+		return fmt.Sprintf("seq %d has another subject, header, payload or timestamp", seq)
+	case inSource:
+		return fmt.Sprintf("seq %d is missing", seq)
+	}
+	return fmt.Sprintf("seq %d is not in the source", seq)
+}
+
+// recheck reads seq from both leaders and compares: the same, it is added
+// to the tally; in neither, or in the target only while the source is live
+// (exact false), it is let be; otherwise it is the difference.
+func (m *mover) recheck(ctx context.Context, seq uint64, exact bool) error {
+	sh, sIn, err := leaderHash(ctx, m.src.JS, m.srcName, seq, m.hasher(true))
+	if err != nil {
+		return err
+	}
+	th, tIn, err := leaderHash(ctx, m.dst.JS, m.dstName, seq, m.hasher(false))
+	if err != nil {
+		return err
+	}
+	switch {
+	case sIn && tIn && sh == th:
+		m.tally.add(msgHash{Seq: seq, Hash: sh})
+		return nil
+	case sIn && tIn, sIn, tIn && exact:
+		return m.verifyError(differs(seq, sIn, tIn))
+	}
+	return nil
+}
+
+// leaderHash reads seq from the stream's leader and hashes it by hash; in
+// says whether the stream holds it.
+func leaderHash(ctx context.Context, js jetstream.JetStream, stream string, seq uint64, hash func(*envelope.Message) uint64) (h uint64, in bool, err error) {
+	raw, err := getMsg(ctx, js, stream, seq)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("stream %q: seq %d: %w", stream, seq, err)
+	}
+	return hash(&envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time}), true, nil
+}
+
+// acceptStreams compares a live round's hashes (see compareStreams), from
+// seq from on, and marks what the target's read covered verified. Nothing
+// of a round that fails is kept: it may be run again.
+func (m *mover) acceptStreams(ctx context.Context, from uint64, src, dst *hashStream) error {
+	defer src.close()
+	defer dst.close()
+	mk := m.tally.mark(from)
+	if err := m.compareStreams(ctx, src, dst, false); err != nil {
+		m.tally.rollback(mk)
+		return err
+	}
+	if dst.end >= from {
+		m.verified = dst.end
+	}
+	return nil
+}
+
+// compareFrozen compares the hashes of two frozen ranges exactly (see
+// compareStreams).
+func (m *mover) compareFrozen(ctx context.Context, src, dst *hashStream) error {
+	defer src.close()
+	defer dst.close()
+	return m.compareStreams(ctx, src, dst, true)
 }
 
 // VerifyError names the first difference between the source and the
@@ -141,57 +377,11 @@ func compareHashes(src, dst []msgHash, exact bool) (uint64, string, bool) {
 	return 0, "", true
 }
 
-// digest is a SHA-256 over the hashes of the messages present (not in
-// deleted, not below first), in sequence order.
-func digest(hs []msgHash, first uint64, deleted map[uint64]bool) (string, uint64) {
-	d := sha256.New()
-	var b [16]byte
-	var n uint64
-	for _, h := range hs {
-		if h.Seq < first || deleted[h.Seq] {
-			continue
-		}
-		binary.BigEndian.PutUint64(b[:8], h.Seq)
-		binary.BigEndian.PutUint64(b[8:], h.Hash)
-		_, _ = d.Write(b[:])
-		n++
-	}
-	return hex.EncodeToString(d.Sum(nil)), n
-}
-
 // since is time.Since, rounded for a summary.
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Microsecond) }
 
 // maxRechecks bounds how many differences compare reads again.
 const maxRechecks = 1000
-
-// compare compares the hashes of the source and the target (exactly, or as
-// a prefix of a live source). Direct gets may be answered by a replica
-// that is behind (during a leader change, say), so a difference is read
-// again from both leaders, coherently, before it counts.
-func (m *mover) compare(ctx context.Context, src, dst []msgHash, exact bool) ([]msgHash, []msgHash, error) {
-	for tries := 0; ; tries++ {
-		seq, what, ok := compareHashes(src, dst, exact)
-		if ok {
-			return src, dst, nil
-		}
-		if tries >= maxRechecks {
-			return src, dst, m.verifyError(what)
-		}
-		var changed bool
-		var err error
-		if src, changed, err = recheckWith(ctx, m.src.JS, m.srcName, src, seq, m.hasher(true)); err != nil {
-			return src, dst, err
-		}
-		dstChanged := false
-		if dst, dstChanged, err = recheckWith(ctx, m.dst.JS, m.dstName, dst, seq, m.hasher(false)); err != nil {
-			return src, dst, err
-		}
-		if !changed && !dstChanged {
-			return src, dst, m.verifyError(what)
-		}
-	}
-}
 
 // timedHash is hashMsg with the timestamp: a mirror keeps it.
 func timedHash(m *envelope.Message) uint64 { return hashMsg(m, true) }
@@ -209,57 +399,8 @@ func (m *mover) hasher(src bool) func(*envelope.Message) uint64 {
 	return copyHash
 }
 
-// recheckWith reads seq from the stream's leader and puts what it holds
-// (or that it holds nothing), hashed by hash, into hs, which stays in
-// sequence order; it says whether that changed hs.
-func recheckWith(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, seq uint64, hash func(*envelope.Message) uint64) ([]msgHash, bool, error) {
-	i, found := slices.BinarySearchFunc(hs, seq, func(h msgHash, s uint64) int { return cmp.Compare(h.Seq, s) })
-	raw, err := getMsg(ctx, js, stream, seq)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		if !found {
-			return hs, false, nil
-		}
-		return slices.Delete(hs, i, i+1), true, nil
-	case err != nil:
-		return hs, false, fmt.Errorf("stream %q: seq %d: %w", stream, seq, err)
-	}
-	h := msgHash{Seq: seq, Hash: hash(&envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time})}
-	if !found {
-		return slices.Insert(hs, i, h), true, nil
-	}
-	if hs[i] == h {
-		return hs, false, nil
-	}
-	hs[i] = h
-	return hs, true, nil
-}
-
-// fillGapsWith reads from the leader every sequence of first..last that
-// is not deleted and not in hs, when hs holds fewer than msgs of them,
-// hashing with hash.
-func fillGapsWith(ctx context.Context, js jetstream.JetStream, stream string, hs []msgHash, first, last, msgs uint64, deleted map[uint64]bool, hash func(*envelope.Message) uint64) ([]msgHash, error) {
-	if _, n := digest(hs, first, deleted); n >= msgs || msgs == 0 {
-		return hs, nil
-	}
-	var missing []uint64
-	j := 0
-	for seq := first; seq <= last; seq++ {
-		for j < len(hs) && hs[j].Seq < seq {
-			j++
-		}
-		if deleted[seq] || (j < len(hs) && hs[j].Seq == seq) {
-			continue
-		}
-		if missing = append(missing, seq); len(missing) > maxRechecks {
-			return hs, nil // too many: the count check names the difference
-		}
-	}
-	for _, seq := range missing {
-		var err error
-		if hs, _, err = recheckWith(ctx, js, stream, hs, seq, hash); err != nil {
-			return hs, err
-		}
-	}
-	return hs, nil
+// readBoth reads from..to of the source and of the target, hashed as a
+// mirror keeps them, as two streams.
+func (m *mover) readBoth(ctx context.Context, from, to uint64) (*hashStream, *hashStream) {
+	return streamHashes(ctx, m.src.JS, m.srcName, from, to, timedHash), streamHashes(ctx, m.dst.JS, m.dstName, from, to, timedHash)
 }
