@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
+
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // ErrUnconfirmed is the outcome of a publish whose acknowledgement did not
@@ -500,11 +502,7 @@ func tooLarge(err error) bool {
 // TooLarge says whether err is a refusal for the message's size.
 func TooLarge(err error) bool { return tooLarge(err) }
 
-// transient: a refusal that may pass when the message is sent again (no
-// stream leader during an election answers 503, no responders).
-func transient(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		(errors.As(err, &apiErr) && apiErr.Code >= 500)
-}
+// transient: a refusal that may pass when the message is sent again:
+// jetctl's one rule, retry.Transient (an election, no responders, a
+// timeout, a reconnect).
+func transient(err error) bool { return retry.Transient(err) }
