@@ -45,7 +45,10 @@ import (
 //     server that is no longer, or not yet, the leader took it), 10118
 //     "stream is offline" and 10119 "consumer is offline" (every server of
 //     its group is down: it comes back with them), 10163 "expected last
-//     sequence per subject temporarily unavailable".
+//     sequence per subject temporarily unavailable", 10158 "duplicate
+//     message id is in process" (a publish with the same Nats-Msg-Id, such
+//     as the try before this one that timed out, is still being stored: a
+//     later try gets its outcome, a duplicate, or stores the message).
 //
 // The server gives most of its API errors a 5xx code, including many
 // that no retry changes: an invalid config (10052), a consumer it cannot
@@ -61,7 +64,8 @@ func Transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case errClusterNotAvail, errClusterNotLeader, errStreamOffline, errConsumerOffline, errLastSeqPerSubjectNotReady:
+		case errClusterNotAvail, errClusterNotLeader, errStreamOffline, errConsumerOffline, errLastSeqPerSubjectNotReady,
+			errDuplicateInProcess:
 			return true
 		}
 		return false
@@ -82,6 +86,7 @@ const (
 	errStreamOffline             jetstream.ErrorCode = 10118 // JSStreamOfflineErr
 	errConsumerOffline           jetstream.ErrorCode = 10119 // JSConsumerOfflineErr
 	errLastSeqPerSubjectNotReady jetstream.ErrorCode = 10163 // JSStreamExpectedLastSeqPerSubjectNotReady
+	errDuplicateInProcess        jetstream.ErrorCode = 10158 // JSStreamDuplicateMessageConflict
 )
 
 var transientErrors = []error{

@@ -79,9 +79,10 @@ func TestTransientServerErrors(t *testing.T) {
 	}
 }
 
-// A replicated stream that loses its quorum answers with what Transient
-// counts (no leader: 10008, or no reply in time), and Do with Transient
-// rides it out until the servers are back.
+// A replicated stream that loses its quorum answers what Transient
+// counts: a publish waits in vain for the replicas (no reply in time), a
+// request to the meta layer finds no leader (10008, or no reply in time);
+// and Do with Transient rides it out until the servers are back.
 func TestTransientRidesOutLostQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
@@ -103,27 +104,38 @@ func TestTransientRidesOutLostQuorum(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	info := func(ctx context.Context) error {
+	// A publish with a message id: trying it again stores it once.
+	publish := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		s, err := js.Stream(ctx, "ORDERS")
-		if err == nil {
-			_, err = s.Info(ctx)
-		}
+		_, err := js.Publish(ctx, "orders.1", []byte("one"), jetstream.WithMsgID("order-1"))
 		return err
 	}
-	// A leader may answer until it notices it lost its quorum.
-	var lost error
-	for deadline := time.Now().Add(time.Minute); lost == nil && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		lost = info(ctx)
+	if err := publish(ctx); !retry.Transient(err) {
+		t.Fatalf("a publish without a quorum: %v, which is not transient", err)
 	}
-	if lost == nil {
-		t.Fatal("the stream still answers without its quorum")
+	meta := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}})
+		return err
 	}
-	if !retry.Transient(lost) {
-		t.Fatalf("without a quorum: %v, which is not transient", lost)
+	// The meta leader may take its time to notice that it lost its
+	// quorum, and stores nothing meanwhile.
+	var metaErr error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if metaErr = meta(ctx); metaErr != nil {
+			break
+		}
+		if err := js.DeleteStream(ctx, "OTHER"); err != nil {
+			metaErr = err
+			break
+		}
 	}
-	t.Logf("without a quorum: %v", lost)
+	if !retry.Transient(metaErr) {
+		t.Fatalf("a stream create without a meta quorum: %v, which is not transient", metaErr)
+	}
+	t.Logf("without a quorum: publish and stream create: %v", metaErr)
 
 	restarted := make(chan error, 1)
 	go func() {
@@ -139,12 +151,19 @@ func TestTransientRidesOutLostQuorum(t *testing.T) {
 	err = retry.Do(ctx, retry.Policy{Within: time.Minute, Pause: 100 * time.Millisecond, MaxPause: time.Second, Retryable: func(err error) bool {
 		seen = append(seen, err)
 		return retry.Transient(err)
-	}}, info)
+	}}, publish)
 	if err != nil {
-		t.Fatalf("after %d tries: %v", len(seen), err)
+		t.Fatalf("after %d tries: %v", len(seen)+1, err)
 	}
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("answered after %d tries: %v", len(seen)+1, seen)
+	info, err := js.Stream(ctx, "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.CachedInfo().State.Msgs; n != 1 {
+		t.Errorf("%d messages stored, want 1", n)
+	}
 }

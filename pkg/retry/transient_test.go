@@ -51,6 +51,7 @@ func TestTransient(t *testing.T) {
 		{"10118 stream offline", apiError(500, 10118, "stream is offline"), true},
 		{"10119 consumer offline", apiError(500, 10119, "consumer is offline"), true},
 		{"10163 last seq per subject not ready", apiError(503, 10163, "expected last sequence per subject temporarily unavailable"), true},
+		{"10158 duplicate in process", apiError(409, 10158, "duplicate message id is in process"), true},
 		{"10194 offline for a reason", apiError(500, 10194, "stream is offline: unsupported"), false},
 		{"10052 invalid config", apiError(500, 10052, "stream configuration invalid"), false},
 		{"10012 consumer create", jetstream.ErrConsumerCreate, false},
