@@ -162,7 +162,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (su
 		defer cancel()
 		// A lost lease is a failure with its reason, not an interruption.
 		defer func() {
-			if lost := lock.LostErr(); lost != nil && sum != nil {
+			if lost := lock.LostErr(); lost != nil {
 				err = fmt.Errorf("stream %q: redrive %w", cfg.DLQStream, lost)
 			}
 		}()

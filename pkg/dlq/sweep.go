@@ -241,7 +241,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		defer cancel()
 		// A lost lease is a failure with its reason, not an interruption.
 		defer func() {
-			if lost := lock.LostErr(); lost != nil && sum != nil {
+			if lost := lock.LostErr(); lost != nil {
 				err = fmt.Errorf("stream %q: sweep %w", cfg.Stream, lost)
 			}
 		}()
