@@ -48,6 +48,13 @@ type Config struct {
 	// OnConnection, when set, hears that the connection went away (up
 	// false) and that it is back (up true, after down).
 	OnConnection func(up bool, server string, down time.Duration)
+	// OwnRetries: the caller tries refused publishes again itself, in its
+	// own time, so Settle settles a transient refusal as the outcome
+	// instead of publishing once more, synchronously (which holds up the
+	// settles after it: half a second for each copy no stream captures,
+	// with the client's own retries). A publish not acknowledged within
+	// AckWait is still tried once more.
+	OwnRetries bool
 }
 
 // Pub is one message on its way: the caller sets Msg, Publish sends it,
@@ -231,6 +238,9 @@ func (w *Window) handle(m *nats.Msg) {
 		switch {
 		case ack.err == nil:
 			p.acked, p.Stream, p.Seq, p.Duplicate, p.Err = true, ack.stream, ack.seq, ack.duplicate, nil
+			// A send made again after a reconnect answered: the first
+			// may have been stored before the connection went.
+			p.Resent = p.maybe && token != p.first()
 		case token == p.token:
 			p.acked, p.Err = true, ack.err
 		}
@@ -245,6 +255,14 @@ func (w *Window) handle(m *nats.Msg) {
 	}
 }
 
+// first is the token of p's first send.
+func (p *Pub) first() uint64 {
+	if len(p.older) > 0 {
+		return p.older[0]
+	}
+	return p.token
+}
+
 // Settle waits for p's outcome and sets it:
 //   - acknowledged: stored (or a duplicate);
 //   - refused for its size: with Shrink, what Shrink returns is published
@@ -252,13 +270,13 @@ func (w *Window) handle(m *nats.Msg) {
 //   - refused for a reason that may pass (transient: an election,
 //     no responders, a timeout), or not acknowledged within AckWait while
 //     the connection is up: published once more, synchronously, and that
-//     answer is the outcome;
+//     answer is the outcome (with OwnRetries, a refusal is the outcome);
 //   - any other refusal: that error.
 //
 // While the connection is down it waits; when it is back, Recover is
 // asked about the open publishes and the others are sent again at once.
-// If ctx ends first, the outcome is ErrUnconfirmed. Settle frees p's
-// place in the window.
+// If ctx ends first, nothing is sent again: the outcome is the refusal,
+// or ErrUnconfirmed. Settle frees p's place in the window.
 func (w *Window) Settle(ctx context.Context, p *Pub) {
 	if p.w != w {
 		if p.Err == nil {
@@ -311,6 +329,10 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 				w.onStatus(ctx, s)
 			}
 		case <-due:
+			if ctx.Err() != nil {
+				w.unconfirmed(ctx, p)
+				return
+			}
 			w.mu.Lock()
 			if !p.acked {
 				p.maybe = true
@@ -319,11 +341,7 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 			w.syncPublish(ctx, p)
 			return
 		case <-ctx.Done():
-			w.mu.Lock()
-			if !p.acked {
-				p.Err = fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
-			}
-			w.mu.Unlock()
+			w.unconfirmed(ctx, p)
 			return
 		}
 		if timer != nil && !timer.Stop() {
@@ -335,13 +353,23 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 	}
 }
 
+// unconfirmed settles p, unless acknowledged meanwhile, as not known to
+// be stored: ctx ended first.
+func (w *Window) unconfirmed(ctx context.Context, p *Pub) {
+	w.mu.Lock()
+	if !p.acked {
+		p.Err = fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
+	}
+	w.mu.Unlock()
+}
+
 // refused settles p, refused with err by the server (or the client).
 func (w *Window) refused(ctx context.Context, p *Pub, err error) {
 	switch {
-	case tooLarge(err) && w.cfg.Shrink != nil && p.Refused == nil:
+	case tooLarge(err) && w.cfg.Shrink != nil && p.Refused == nil && ctx.Err() == nil:
 		w.shrink(p, err)
 		w.syncPublish(ctx, p)
-	case transient(err):
+	case transient(err) && !w.cfg.OwnRetries && ctx.Err() == nil:
 		w.syncPublish(ctx, p)
 	default:
 		w.setErr(p, err)
