@@ -93,8 +93,9 @@ type copyState struct {
 	// sent: the copy, and every copy after it, is stored after that.
 	from map[string]uint64
 	// src is the message until the publish stage builds msg from it.
-	src *envelope.Message
-	msg *nats.Msg
+	src  *envelope.Message
+	msg  *nats.Msg
+	msgv nats.Msg
 	// pub is the latest send; the first is first, others are allocated.
 	pub   *mover.Pub
 	first mover.Pub
@@ -244,13 +245,43 @@ func (p *Publisher) MsgID(stream string, seq uint64, subject string) string {
 
 // Copy builds the message published for m.
 func (p *Publisher) Copy(m *envelope.Message) *nats.Msg {
-	hdr := envelope.CopyHeader(m.Header, 4)
-	if !p.cfg.NoProvenance {
-		envelope.SetProvenance(hdr, m)
-	}
+	msg := new(nats.Msg)
+	p.build(msg, m)
+	return msg
+}
+
+// build makes msg the copy of m: m's headers (those the server acts on
+// moved aside), provenance and the copy's Nats-Msg-Id, to the target
+// subject. The values it adds share one string and one slice: two
+// allocations, not nine, at hundreds of thousands of copies a second.
+func (p *Publisher) build(msg *nats.Msg, m *envelope.Message) {
 	subject := TargetSubject(p.cfg.To, m.Subject)
-	hdr[jetstream.MsgIDHeader] = []string{p.MsgID(m.Stream, m.Seq, subject)}
-	return &nats.Msg{Subject: subject, Header: hdr, Data: m.Data}
+	hdr := envelope.CopyHeader(m.Header, 5)
+	var buf [256]byte
+	b := append(buf[:0], p.cfg.MsgIDPrefix...)
+	b = append(append(append(b, ':'), m.Stream...), ':')
+	b = strconv.AppendUint(b, m.Seq, 10)
+	b = append(append(b, ':'), subject...)
+	idEnd := len(b)
+	var seqEnd int
+	if !p.cfg.NoProvenance {
+		b = strconv.AppendUint(b, m.Seq, 10)
+		seqEnd = len(b)
+		b = m.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	}
+	text := string(b)
+	vals := make([]string, 5)
+	vals[0] = text[:idEnd]
+	hdr[jetstream.MsgIDHeader] = vals[0:1:1]
+	if !p.cfg.NoProvenance {
+		// As envelope.SetProvenance.
+		vals[1], vals[2], vals[3], vals[4] = m.Stream, text[idEnd:seqEnd], m.Subject, text[seqEnd:]
+		hdr[envelope.SourceStream] = vals[1:2:2]
+		hdr[envelope.SourceSeq] = vals[2:3:3]
+		hdr[envelope.SourceSubject] = vals[3:4:4]
+		hdr[envelope.SourceTime] = vals[4:5:5]
+	}
+	*msg = nats.Msg{Subject: subject, Header: hdr, Data: m.Data}
 }
 
 // start opens the window and starts the two stages, at the first Write.
@@ -363,7 +394,8 @@ func (p *Publisher) publishStage() {
 // the settle stage; false when the run was stopped first.
 func (p *Publisher) send(c *copyState) bool {
 	if c.msg == nil && !c.found {
-		c.msg, c.src = p.Copy(c.src), nil
+		p.build(&c.msgv, c.src)
+		c.msg, c.src = &c.msgv, nil
 	}
 	p.inWindow.Add(1)
 	if !c.found {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -210,6 +212,26 @@ func TestCountDuplicates(t *testing.T) {
 		p.count(&c)
 		if p.counts.Stored != tt.stored || p.counts.Duplicates != tt.dups {
 			t.Errorf("%s: stored %d, duplicates %d; want %d, %d", tt.name, p.counts.Stored, p.counts.Duplicates, tt.stored, tt.dups)
+		}
+	}
+}
+
+// A copy carries the original headers (those the server acts on moved
+// aside), the provenance and its message id, exactly as the envelope
+// helpers make them.
+func TestCopyHeaders(t *testing.T) {
+	m := &envelope.Message{Stream: "ORDERS", Seq: 4711, Subject: "orders.paid", Time: time.Date(2026, 11, 29, 2, 0, 0, 123456789, time.FixedZone("x", 3600)), Data: []byte("d"),
+		Header: nats.Header{"A": {"1", "2"}, "Nats-Msg-Id": {"orig"}, envelope.SourceSeq: {"old"}}}
+	for _, noProv := range []bool{false, true} {
+		p := &Publisher{cfg: PublishConfig{To: "copy.>", MsgIDPrefix: "replay", NoProvenance: noProv}}
+		want := envelope.CopyHeader(m.Header, 0)
+		if !noProv {
+			envelope.SetProvenance(want, m)
+		}
+		want.Set(jetstream.MsgIDHeader, "replay:ORDERS:4711:copy.orders.paid")
+		got := p.Copy(m)
+		if got.Subject != "copy.orders.paid" || string(got.Data) != "d" || !reflect.DeepEqual(got.Header, want) {
+			t.Errorf("no provenance %v: %s %v, want %v", noProv, got.Subject, got.Header, want)
 		}
 	}
 }
