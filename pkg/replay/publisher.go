@@ -690,6 +690,11 @@ func (p *Publisher) Close(ctx context.Context) error {
 			p.count(c)
 		case failed, retrying:
 			p.fail(c)
+		case queued:
+			// Taken for a retry the run stopped before: it failed.
+			if c.err != nil {
+				p.fail(c)
+			}
 		case unconfirmed:
 			p.counts.Unconfirmed++
 		}

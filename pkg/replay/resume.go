@@ -32,11 +32,21 @@ func targetFilter(to string) string {
 // cp.LastSeq that an earlier run stored but did not checkpoint (killed, or
 // the server restarted), so that Write counts them as duplicates instead
 // of storing them again, even outside the duplicate window.
-func (p *Publisher) Prepare(ctx context.Context, cp *Checkpoint) error {
+func (p *Publisher) Prepare(ctx context.Context, cp *Checkpoint) (err error) {
 	if p.prepared {
 		return nil
 	}
 	p.prepared = true
+	// The window listens to the connection from now on: a restart of the
+	// server before the first copy is still noticed and reported.
+	if err := p.start(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = p.Close(context.Background())
+		}
+	}()
 	base, err := p.streamPositions(ctx)
 	if err != nil && cp == nil {
 		// Only a lookup after a reconnect needs them: it falls back to
