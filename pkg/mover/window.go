@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -114,9 +115,19 @@ type Window struct {
 	next    uint64
 	tokens  map[uint64]*Pub
 	waiting *Pub
-	open    []*Pub
+	// open holds the publishes not settled, oldest first, from openHead
+	// on: settled from the front, they leave without moving the rest.
+	open     []*Pub
+	openHead int
+	// wakeDue: the publish Settle waits for is settled, and Settle is
+	// woken once the acknowledgements queued behind it are in too (or 64
+	// of them), so that it settles a run of them in one go instead of
+	// sleeping and waking for each.
+	wakeDue   bool
+	sinceWake int
 
 	// Settle's own.
+	timer  *time.Timer
 	down   bool
 	downAt time.Time
 	server string
@@ -139,7 +150,9 @@ func New(js jetstream.JetStream, cfg Config) (*Window, error) {
 		js: js, nc: nc, cfg: cfg, prefix: nats.NewInbox() + ".",
 		slots: make(chan struct{}, cfg.MaxPending), wake: make(chan struct{}, 1),
 		tokens: make(map[uint64]*Pub), server: nc.ConnectedUrlRedacted(),
+		timer: time.NewTimer(time.Hour),
 	}
+	w.timer.Stop()
 	if cfg.Rate > 0 {
 		burst := max(1, int(cfg.Rate/4))
 		w.limiter = rate.NewLimiter(rate.Limit(cfg.Rate), burst)
@@ -228,13 +241,13 @@ func (w *Window) shrink(p *Pub, refused error) {
 // only for its latest send.
 func (w *Window) handle(m *nats.Msg) {
 	token, err := strconv.ParseUint(m.Subject[len(w.prefix):], 10, 64)
-	if err != nil {
-		return
+	var ack pubAck
+	if err == nil {
+		ack = parseAck(m)
 	}
-	ack := parseAck(m)
 	w.mu.Lock()
 	p := w.tokens[token]
-	if p != nil && !p.acked {
+	if err == nil && p != nil && !p.acked {
 		switch {
 		case ack.err == nil:
 			p.acked, p.Stream, p.Seq, p.Duplicate, p.Err = true, ack.stream, ack.seq, ack.duplicate, nil
@@ -245,7 +258,18 @@ func (w *Window) handle(m *nats.Msg) {
 			p.acked, p.Err = true, ack.err
 		}
 	}
-	wake := p != nil && p == w.waiting
+	if p != nil && p == w.waiting {
+		w.wakeDue = true
+	}
+	wake := false
+	if w.wakeDue {
+		w.sinceWake++
+		// Pending counts m itself until handle returns (nats.go settles
+		// its accounting at the next message): at most 1 is none behind.
+		if queued, _, _ := m.Sub.Pending(); queued <= 1 || w.sinceWake >= 64 {
+			wake, w.wakeDue, w.sinceWake = true, false, 0
+		}
+	}
 	w.mu.Unlock()
 	if wake {
 		select {
@@ -285,12 +309,6 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 		return
 	}
 	defer w.release(p)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		w.pollStatus(ctx)
 		w.mu.Lock()
@@ -314,13 +332,8 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 		}
 		var due <-chan time.Time
 		if !w.down {
-			d := max(time.Until(sentAt.Add(w.cfg.AckWait)), 0)
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			due = timer.C
+			w.timer.Reset(max(time.Until(sentAt.Add(w.cfg.AckWait)), 0))
+			due = w.timer.C
 		}
 		select {
 		case <-w.wake:
@@ -344,12 +357,8 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 			w.unconfirmed(ctx, p)
 			return
 		}
-		if timer != nil && !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		// Stopped, the timer sends nothing stale (Go 1.23 timers).
+		w.timer.Stop()
 	}
 }
 
@@ -431,19 +440,19 @@ func (w *Window) release(p *Pub) {
 	if w.waiting == p {
 		w.waiting = nil
 	}
-	for i, o := range w.open {
-		if o == p {
-			w.open[i] = nil
-			if i == 0 {
-				w.open = w.open[1:]
-			} else {
-				w.open = append(w.open[:i], w.open[i+1:]...)
-			}
-			break
-		}
+	if w.openHead < len(w.open) && w.open[w.openHead] == p {
+		w.open[w.openHead] = nil
+		w.openHead++
+	} else if i := slices.Index(w.open[w.openHead:], p); i >= 0 {
+		w.open = slices.Delete(w.open, w.openHead+i, w.openHead+i+1)
 	}
-	if len(w.open) == 0 {
-		w.open = w.open[:0:0]
+	switch {
+	case w.openHead == len(w.open):
+		w.open, w.openHead = w.open[:0], 0
+	case w.openHead >= 64 && 2*w.openHead >= len(w.open):
+		n := copy(w.open, w.open[w.openHead:])
+		clear(w.open[n:])
+		w.open, w.openHead = w.open[:n], 0
 	}
 	w.mu.Unlock()
 	<-w.slots
@@ -492,7 +501,7 @@ func (w *Window) onStatus(ctx context.Context, s nats.Status) {
 func (w *Window) recover(ctx context.Context) {
 	w.mu.Lock()
 	var open []*Pub
-	for _, p := range w.open {
+	for _, p := range w.open[w.openHead:] {
 		if !p.acked {
 			open = append(open, p)
 		}

@@ -444,3 +444,44 @@ func TestWindowResentAfterReconnect(t *testing.T) {
 		t.Fatalf("outcome: %+v (recovered %d)", p, recovered.Load())
 	}
 }
+
+// BenchmarkWindow moves b.N copies through a window whose target answers
+// at once with a canned acknowledgement (a core NATS responder, no
+// store): what is measured is the window's own cost per copy, with a
+// publish and a settle stage as commands run them.
+func BenchmarkWindow(b *testing.B) {
+	js := embeddedtest.JetStream(b)
+	nc, err := nats.Connect(js.Conn().ConnectedUrl())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	var seq atomic.Uint64
+	if _, err := nc.Subscribe("in.>", func(m *nats.Msg) {
+		_ = m.Respond(fmt.Appendf(nil, `{"stream":"S","seq":%d}`, seq.Add(1)))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	w, err := New(js, Config{MaxPending: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Close)
+	msgs := make([]*nats.Msg, b.N)
+	for i := range msgs {
+		msgs[i] = &nats.Msg{Subject: "in.x", Data: make([]byte, 128)}
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	got := move(ctx, w, msgs, nil)
+	b.StopTimer()
+	for i, p := range got {
+		if !p.Stored() {
+			b.Fatalf("copy %d: %+v", i, p)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
