@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
 
+	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
 
@@ -50,6 +52,13 @@ type Config struct {
 	// OnConnection, when set, hears that the connection went away (up
 	// false) and that it is back (up true, after down).
 	OnConnection func(up bool, server string, down time.Duration)
+	// OwnRetries: the caller tries refused publishes again itself, in its
+	// own time, so Settle settles a transient refusal as the outcome
+	// instead of publishing once more, synchronously (which holds up the
+	// settles after it: half a second for each copy no stream captures,
+	// with the client's own retries). A publish not acknowledged within
+	// AckWait is still tried once more.
+	OwnRetries bool
 }
 
 // Pub is one message on its way: the caller sets Msg, Publish sends it,
@@ -109,13 +118,27 @@ type Window struct {
 	next    uint64
 	tokens  map[uint64]*Pub
 	waiting *Pub
-	open    []*Pub
+	// open holds the publishes not settled, oldest first, from openHead
+	// on: settled from the front, they leave without moving the rest.
+	open     []*Pub
+	openHead int
+	// wakeDue: the publish Settle waits for is settled, and Settle is
+	// woken once the acknowledgements queued behind it are in too (or 64
+	// of them), so that it settles a run of them in one go instead of
+	// sleeping and waking for each.
+	wakeDue   bool
+	sinceWake int
 
-	// Settle's own.
-	down   bool
-	downAt time.Time
-	server string
-	closed error
+	// Settle's own. refusal: the connection's permission refusal
+	// (natsconn), which fails the publishes to the refused subject at
+	// once; refusalSeen: Settle has woken for it.
+	refusal     *natsconn.Refusal
+	refusalSeen bool
+	timer       *time.Timer
+	down        bool
+	downAt      time.Time
+	server      string
+	closed      error
 }
 
 // New opens a window to js.
@@ -133,8 +156,10 @@ func New(js jetstream.JetStream, cfg Config) (*Window, error) {
 	w := &Window{
 		js: js, nc: nc, cfg: cfg, prefix: nats.NewInbox() + ".",
 		slots: make(chan struct{}, cfg.MaxPending), wake: make(chan struct{}, 1),
-		tokens: make(map[uint64]*Pub), server: nc.ConnectedUrlRedacted(),
+		tokens: make(map[uint64]*Pub), server: nc.ConnectedUrlRedacted(), refusal: natsconn.RefusalOf(nc),
+		timer: time.NewTimer(time.Hour),
 	}
+	w.timer.Stop()
 	if cfg.Rate > 0 {
 		burst := max(1, int(cfg.Rate/4))
 		w.limiter = rate.NewLimiter(rate.Limit(cfg.Rate), burst)
@@ -223,21 +248,35 @@ func (w *Window) shrink(p *Pub, refused error) {
 // only for its latest send.
 func (w *Window) handle(m *nats.Msg) {
 	token, err := strconv.ParseUint(m.Subject[len(w.prefix):], 10, 64)
-	if err != nil {
-		return
+	var ack pubAck
+	if err == nil {
+		ack = parseAck(m)
 	}
-	ack := parseAck(m)
 	w.mu.Lock()
 	p := w.tokens[token]
-	if p != nil && !p.acked {
+	if err == nil && p != nil && !p.acked {
 		switch {
 		case ack.err == nil:
 			p.acked, p.Stream, p.Seq, p.Duplicate, p.Err = true, ack.stream, ack.seq, ack.duplicate, nil
+			// A send made again after a reconnect answered: the first
+			// may have been stored before the connection went.
+			p.Resent = p.maybe && token != p.first()
 		case token == p.token:
 			p.acked, p.Err = true, ack.err
 		}
 	}
-	wake := p != nil && p == w.waiting
+	if p != nil && p == w.waiting {
+		w.wakeDue = true
+	}
+	wake := false
+	if w.wakeDue {
+		w.sinceWake++
+		// Pending counts m itself until handle returns (nats.go settles
+		// its accounting at the next message): at most 1 is none behind.
+		if queued, _, _ := m.Sub.Pending(); queued <= 1 || w.sinceWake >= 64 {
+			wake, w.wakeDue, w.sinceWake = true, false, 0
+		}
+	}
 	w.mu.Unlock()
 	if wake {
 		select {
@@ -247,6 +286,14 @@ func (w *Window) handle(m *nats.Msg) {
 	}
 }
 
+// first is the token of p's first send.
+func (p *Pub) first() uint64 {
+	if len(p.older) > 0 {
+		return p.older[0]
+	}
+	return p.token
+}
+
 // Settle waits for p's outcome and sets it:
 //   - acknowledged: stored (or a duplicate);
 //   - refused for its size: with Shrink, what Shrink returns is published
@@ -254,13 +301,13 @@ func (w *Window) handle(m *nats.Msg) {
 //   - refused for a reason that may pass (transient: an election,
 //     no responders, a timeout), or not acknowledged within AckWait while
 //     the connection is up: published once more, synchronously, and that
-//     answer is the outcome;
+//     answer is the outcome (with OwnRetries, a refusal is the outcome);
 //   - any other refusal: that error.
 //
 // While the connection is down it waits; when it is back, Recover is
 // asked about the open publishes and the others are sent again at once.
-// If ctx ends first, the outcome is ErrUnconfirmed. Settle frees p's
-// place in the window.
+// If ctx ends first, nothing is sent again: the outcome is the refusal,
+// or ErrUnconfirmed. Settle frees p's place in the window.
 func (w *Window) Settle(ctx context.Context, p *Pub) {
 	if p.w != w {
 		if p.Err == nil {
@@ -269,12 +316,6 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 		return
 	}
 	defer w.release(p)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		w.pollStatus(ctx)
 		w.mu.Lock()
@@ -296,23 +337,33 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 			w.setErr(p, w.closed)
 			return
 		}
+		if perr := w.refusal.Err(); perr != nil && perr.Op == "publish" && p.Msg.Subject == perr.Subject {
+			// The server refused this subject: no acknowledgement comes.
+			w.setErr(p, perr)
+			return
+		}
+		var refused <-chan struct{}
+		if !w.refusalSeen {
+			refused = w.refusal.Done()
+		}
 		var due <-chan time.Time
 		if !w.down {
-			d := max(time.Until(sentAt.Add(w.cfg.AckWait)), 0)
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			due = timer.C
+			w.timer.Reset(max(time.Until(sentAt.Add(w.cfg.AckWait)), 0))
+			due = w.timer.C
 		}
 		select {
 		case <-w.wake:
+		case <-refused:
+			w.refusalSeen = true
 		case s, ok := <-w.status:
 			if ok {
 				w.onStatus(ctx, s)
 			}
 		case <-due:
+			if ctx.Err() != nil {
+				w.unconfirmed(ctx, p)
+				return
+			}
 			w.mu.Lock()
 			if !p.acked {
 				p.maybe = true
@@ -321,29 +372,31 @@ func (w *Window) Settle(ctx context.Context, p *Pub) {
 			w.syncPublish(ctx, p)
 			return
 		case <-ctx.Done():
-			w.mu.Lock()
-			if !p.acked {
-				p.Err = fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
-			}
-			w.mu.Unlock()
+			w.unconfirmed(ctx, p)
 			return
 		}
-		if timer != nil && !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		// Stopped, the timer sends nothing stale (Go 1.23 timers).
+		w.timer.Stop()
 	}
+}
+
+// unconfirmed settles p, unless acknowledged meanwhile, as not known to
+// be stored: ctx ended first.
+func (w *Window) unconfirmed(ctx context.Context, p *Pub) {
+	w.mu.Lock()
+	if !p.acked {
+		p.Err = fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
+	}
+	w.mu.Unlock()
 }
 
 // refused settles p, refused with err by the server (or the client).
 func (w *Window) refused(ctx context.Context, p *Pub, err error) {
 	switch {
-	case tooLarge(err) && w.cfg.Shrink != nil && p.Refused == nil:
+	case tooLarge(err) && w.cfg.Shrink != nil && p.Refused == nil && ctx.Err() == nil:
 		w.shrink(p, err)
 		w.syncPublish(ctx, p)
-	case transient(err):
+	case transient(err) && !w.cfg.OwnRetries && ctx.Err() == nil:
 		w.syncPublish(ctx, p)
 	default:
 		w.setErr(p, err)
@@ -405,19 +458,19 @@ func (w *Window) release(p *Pub) {
 	if w.waiting == p {
 		w.waiting = nil
 	}
-	for i, o := range w.open {
-		if o == p {
-			w.open[i] = nil
-			if i == 0 {
-				w.open = w.open[1:]
-			} else {
-				w.open = append(w.open[:i], w.open[i+1:]...)
-			}
-			break
-		}
+	if w.openHead < len(w.open) && w.open[w.openHead] == p {
+		w.open[w.openHead] = nil
+		w.openHead++
+	} else if i := slices.Index(w.open[w.openHead:], p); i >= 0 {
+		w.open = slices.Delete(w.open, w.openHead+i, w.openHead+i+1)
 	}
-	if len(w.open) == 0 {
-		w.open = w.open[:0:0]
+	switch {
+	case w.openHead == len(w.open):
+		w.open, w.openHead = w.open[:0], 0
+	case w.openHead >= 64 && 2*w.openHead >= len(w.open):
+		n := copy(w.open, w.open[w.openHead:])
+		clear(w.open[n:])
+		w.open, w.openHead = w.open[:n], 0
 	}
 	w.mu.Unlock()
 	<-w.slots
@@ -466,7 +519,7 @@ func (w *Window) onStatus(ctx context.Context, s nats.Status) {
 func (w *Window) recover(ctx context.Context) {
 	w.mu.Lock()
 	var open []*Pub
-	for _, p := range w.open {
+	for _, p := range w.open[w.openHead:] {
 		if !p.acked {
 			open = append(open, p)
 		}

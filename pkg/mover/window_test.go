@@ -309,16 +309,179 @@ func TestWindowReconnect(t *testing.T) {
 			}
 		}
 	})
+	resent := 0
 	for i, p := range got {
 		if !p.Stored() {
 			t.Fatalf("copy %d: %+v", i, p)
+		}
+		// The stream held none of these ids before: a duplicate is a
+		// send of this run stored before its acknowledgement was lost,
+		// and its outcome must say so.
+		if p.Duplicate && !p.Resent && !p.Found {
+			t.Fatalf("copy %d: a duplicate of this run's own copy, not Resent: %+v", i, p)
+		}
+		if p.Resent {
+			resent++
 		}
 	}
 	if n := streamMsgs(t, js, "S"); n != total {
 		t.Fatalf("stream holds %d of %d", n, total)
 	}
-	t.Logf("reconnected %d times, %d open publishes given to Recover", ups.Load(), recovered.Load())
+	t.Logf("reconnected %d times, %d open publishes given to Recover, %d outcomes resent", ups.Load(), recovered.Load(), resent)
 	if ups.Load() == 0 {
 		t.Fatal("the connection never went down")
 	}
+}
+
+// refuse answers every publish to in.> with a refusal that may pass (a
+// 503 API error, as a stream without a leader gives) and counts them.
+func refuse(t *testing.T, js jetstream.JetStream) *atomic.Int64 {
+	t.Helper()
+	nc, err := nats.Connect(js.Conn().ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	var n atomic.Int64
+	if _, err := nc.Subscribe("in.>", func(m *nats.Msg) {
+		n.Add(1)
+		_ = m.Respond([]byte(`{"error":{"code":503,"err_code":10008,"description":"stream is offline"}}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &n
+}
+
+// A transient refusal is published once more, synchronously; with
+// OwnRetries it is the outcome, and nothing is sent again.
+func TestWindowOwnRetries(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprint("own retries ", own), func(t *testing.T) {
+			js := embeddedtest.JetStream(t)
+			sends := refuse(t, js)
+			w := openWindow(t, js, Config{OwnRetries: own})
+			got := move(ctxFor(t), w, numbered(1, "in.x", true), nil)
+			var apiErr *jetstream.APIError
+			if p := got[0]; p.Stored() || p.Resent || !errors.As(p.Err, &apiErr) || apiErr.Code != 503 {
+				t.Fatalf("outcome: %+v", p)
+			}
+			want := int64(2)
+			if own {
+				want = 1
+			}
+			if n := sends.Load(); n != want {
+				t.Fatalf("%d sends, want %d", n, want)
+			}
+		})
+	}
+}
+
+// Settled after its context ended, a refused publish is not sent again:
+// the outcome is the refusal (or, if it was not in yet, ErrUnconfirmed).
+func TestWindowSettleAfterCancelSendsNothing(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	sends := refuse(t, js)
+	w := openWindow(t, js, Config{})
+	p := &Pub{Msg: nats.NewMsg("in.x")}
+	if err := w.Publish(ctxFor(t), p); err != nil {
+		t.Fatal(err)
+	}
+	for sends.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the refusal on its way back
+	stop, cancel := context.WithCancel(ctxFor(t))
+	cancel()
+	w.Settle(stop, p)
+	var apiErr *jetstream.APIError
+	if p.Stored() || !(errors.As(p.Err, &apiErr) || errors.Is(p.Err, ErrUnconfirmed)) {
+		t.Fatalf("outcome: %+v", p)
+	}
+	if err := js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := sends.Load(); n != 1 {
+		t.Fatalf("%d sends, want 1", n)
+	}
+}
+
+// An acknowledgement lost with the connection: after the reconnect the
+// copy is sent again, the target answers "duplicate", and the outcome
+// says that an earlier send of this run stored it (Resent), so that it
+// is not taken for a copy the target had before.
+func TestWindowResentAfterReconnect(t *testing.T) {
+	c := embeddedtest.Start(t)
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	forward(t, js, func(n int64) (bool, bool) { return true, n > 1 })
+	var recovered atomic.Int32
+	w := openWindow(t, js, Config{AckWait: time.Hour, Recover: func(_ context.Context, open []*Pub) { recovered.Add(int32(len(open))) }})
+	ctx := ctxFor(t)
+	p := &Pub{Msg: numbered(1, "in.x", true)[0]}
+	if err := w.Publish(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for streamMsgs(t, js, "S") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := nc.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	w.Settle(ctx, p)
+	if !p.Stored() || !p.Duplicate || !p.Resent || p.Seq != 1 || recovered.Load() != 1 {
+		t.Fatalf("outcome: %+v (recovered %d)", p, recovered.Load())
+	}
+}
+
+// BenchmarkWindow moves b.N copies through a window whose target answers
+// at once with a canned acknowledgement (a core NATS responder, no
+// store): what is measured is the window's own cost per copy, with a
+// publish and a settle stage as commands run them.
+func BenchmarkWindow(b *testing.B) {
+	js := embeddedtest.JetStream(b)
+	nc, err := nats.Connect(js.Conn().ConnectedUrl())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	var seq atomic.Uint64
+	if _, err := nc.Subscribe("in.>", func(m *nats.Msg) {
+		_ = m.Respond(fmt.Appendf(nil, `{"stream":"S","seq":%d}`, seq.Add(1)))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	w, err := New(js, Config{MaxPending: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Close)
+	msgs := make([]*nats.Msg, b.N)
+	for i := range msgs {
+		msgs[i] = &nats.Msg{Subject: "in.x", Data: make([]byte, 128)}
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	got := move(ctx, w, msgs, nil)
+	b.StopTimer()
+	for i, p := range got {
+		if !p.Stored() {
+			b.Fatalf("copy %d: %+v", i, p)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }

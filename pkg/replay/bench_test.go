@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +36,13 @@ func benchStream(b *testing.B, n int) jetstream.JetStream {
 	}
 	payload := bytes.Repeat([]byte("x"), 128)
 	for i := 0; i < n; i++ {
-		if _, err := js.PublishAsync("bench.msgs", payload); err != nil {
+		_, err := js.PublishAsync("bench.msgs", payload)
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			// A busy machine: let the acknowledgements catch up.
+			<-js.PublishAsyncComplete()
+			_, err = js.PublishAsync("bench.msgs", payload)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,106 +3,105 @@ package replay
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"slices"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/embedded"
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 	"github.com/jetctl/jetctl/pkg/envelope"
-	"github.com/jetctl/jetctl/pkg/natsconn"
 )
 
-// A copy the server refuses to publish stored nothing: it fails with the
-// refusal as soon as the refusal arrives, rather than waiting for an
-// acknowledgement (the timeout here is an hour); a copy to an allowed
-// subject is still counted, and no more are sent.
-func TestPublisherFailsRefusedCopies(t *testing.T) {
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	conf := filepath.Join(t.TempDir(), "server.conf")
-	err := os.WriteFile(conf, []byte(`authorization {
-  users: [
-    {user: admin, password: admin}
-    {user: copier, password: copier, permissions: {publish: ["ok.>", "$JS.API.>"], subscribe: ["_INBOX.>"]}}
-  ]
+func messages(n int, subject string) []*envelope.Message {
+	out := make([]*envelope.Message, n)
+	for i := range out {
+		out[i] = &envelope.Message{Stream: "SRC", Seq: uint64(i + 1), Subject: subject, Time: time.Now(), Data: []byte(fmt.Sprint("m", i))}
+	}
+	return out
 }
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), ConfigFile: conf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Shutdown)
-	r, err := natsconn.Resolve(natsconn.Options{Server: c.URL(), User: "copier", Password: "copier", NoContext: true, Timeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	nc, err := r.Connect(ctx, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := r.JetStream(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"ok.>", "no.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 
-	p := NewPublisher(js, PublishConfig{To: "{subject}"})
-	var perr *natsconn.PermissionError
-	var refused []uint64
-	write := func(seq uint64, subject string) error {
-		if subject == "no.b" {
-			refused = append(refused, seq)
-		}
-		return p.Write(ctx, &envelope.Message{Stream: "S", Seq: seq, Subject: subject, Data: []byte("x")})
-	}
-	// The refusal may end these writes already.
-	for i, subject := range []string{"ok.a", "no.b", "no.b"} {
-		if err := write(uint64(i+1), subject); err != nil {
-			if !errors.As(err, &perr) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	select {
-	case <-natsconn.RefusalOf(nc).Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("no refusal")
-	}
-	// A copy written after it fails too.
-	if err := write(4, "no.b"); !errors.As(err, &perr) || perr.Subject != "no.b" {
-		t.Fatalf("Write after the refusal: %v, want the refusal", err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// republish writes msgs through a publisher to js and closes it.
+func republish(t *testing.T, js jetstream.JetStream, cfg PublishConfig, msgs []*envelope.Message) (*Publisher, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := p.Close(cctx); err != nil && !errors.As(err, &perr) {
-		t.Errorf("Close: %v", err)
+	p := NewPublisher(js, cfg)
+	for _, m := range msgs {
+		if err := p.Write(ctx, m); err != nil {
+			return p, errors.Join(err, p.Close(ctx))
+		}
 	}
-	if got, want := p.Counts(), (Counts{Stored: 1, Bytes: 1}); got != want {
-		t.Errorf("counts %+v, want %+v", got, want)
+	return p, p.Close(ctx)
+}
+
+// Every copy is counted as stored, once, in order, and the floor is the
+// last one.
+func TestPublisherStores(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "COPY", Subjects: []string{"copy.>"}}); err != nil {
+		t.Fatal(err)
 	}
-	if got := p.Failed(); !slices.Equal(got, refused) {
-		t.Errorf("failed %v, want %v", got, refused)
-	}
-	if !errors.As(p.LastError(), &perr) || perr.Subject != "no.b" {
-		t.Errorf("last error %v, want the refusal", p.LastError())
-	}
-	info, err := s.Info(ctx)
+	p, err := republish(t, js, PublishConfig{To: "copy.>", MaxInFlight: 64}, messages(3000, "a.b"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs != 1 {
-		t.Errorf("the stream holds %d messages, want 1", info.State.Msgs)
+	if c := p.Counts(); c.Stored != 3000 || c.Duplicates != 0 || c.Unconfirmed != 0 || len(p.Failed()) != 0 {
+		t.Fatalf("counts %+v, failed %v", c, p.Failed())
+	}
+	if f := p.Floor(3000); f != 3000 {
+		t.Fatalf("floor %d", f)
+	}
+	again, err := republish(t, js, PublishConfig{To: "copy.>"}, messages(3000, "a.b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := again.Counts(); c.Stored != 0 || c.Duplicates != 3000 {
+		t.Fatalf("again: counts %+v", c)
+	}
+}
+
+// A target stream that appears a moment after the first copies were
+// refused (as one being restored after a restart): the refused copies are
+// retried after their pause, while the others go on, and all are stored.
+func TestPublisherRetriesRideOutAMissingStream(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "COPY", Subjects: []string{"copy.>"}}); err != nil {
+			t.Error(err)
+		}
+	}()
+	p, err := republish(t, js, PublishConfig{To: "copy.>"}, messages(200, "a.b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Counts(); c.Stored != 200 || len(p.Failed()) != 0 {
+		t.Fatalf("counts %+v, failed %v (%v)", c, p.Failed(), p.LastError())
+	}
+}
+
+// No stream captures the target: every copy is retried at the same time,
+// so the run stops after about the retry pauses (1.75 s), not half a
+// second a copy, and every copy is listed as failed.
+func TestPublisherNoStreamFailsFast(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	start := time.Now()
+	p, err := republish(t, js, PublishConfig{To: "none.>"}, messages(64, "a.b"))
+	if !errors.Is(err, ErrTargetFailing) {
+		t.Fatalf("error %v", err)
+	}
+	var noStream *NoStreamError
+	if !errors.As(p.LastError(), &noStream) || noStream.Subject != "none.a.b" {
+		t.Fatalf("last error %v", p.LastError())
+	}
+	if c := p.Counts(); c.Stored != 0 || len(p.Failed()) != 64 {
+		t.Fatalf("counts %+v, %d failed", c, len(p.Failed()))
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("took %s", took)
+	}
+	if f := p.Floor(64); f != 0 {
+		t.Fatalf("floor %d", f)
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/mover"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -75,31 +78,6 @@ func TestResume(t *testing.T) {
 	}
 	if _, err := Resume(r, &Checkpoint{Stream: "T"}); err == nil {
 		t.Error("a checkpoint of another stream was accepted")
-	}
-}
-
-func TestParseAck(t *testing.T) {
-	tests := []struct {
-		data string
-		want pubAck
-	}{
-		{`{"stream":"COPY","seq":7}`, pubAck{stream: "COPY", seq: 7}},
-		{`{"stream":"COPY","seq":7,"duplicate":true}`, pubAck{stream: "COPY", seq: 7, duplicate: true}},
-		{`{"stream":"COPY","domain":"hub","seq":9}`, pubAck{stream: "COPY", seq: 9}},
-		{`{"stream":"C\"X","seq":3,"duplicate":true}`, pubAck{stream: `C"X`, seq: 3, duplicate: true}},
-	}
-	for _, tt := range tests {
-		if got := parseAck(&nats.Msg{Data: []byte(tt.data)}); got != tt.want {
-			t.Errorf("parseAck(%s) = %+v, want %+v", tt.data, got, tt.want)
-		}
-	}
-	refused := &nats.Msg{Data: []byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"}}`)}
-	if err := parseAck(refused).err; err == nil || !strings.Contains(err.Error(), "wrong last sequence") {
-		t.Errorf("refused: %v", err)
-	}
-	noStream := &nats.Msg{Header: nats.Header{"Status": {"503"}}}
-	if !errors.Is(parseAck(noStream).err, jetstream.ErrNoStreamResponse) {
-		t.Error("503 is no stream response")
 	}
 }
 
@@ -207,26 +185,53 @@ func TestConfigCheck(t *testing.T) {
 
 // A duplicate acknowledgement counts as stored by this run only when
 // another send of this run could have stored the copy: sends the target
-// refused stored nothing.
+// refused stored nothing. (The window says Resent when an earlier send of
+// the same round may have stored it; maybeStored says so of an earlier
+// round, retried by the publisher.)
 func TestCountDuplicates(t *testing.T) {
 	tests := []struct {
 		name         string
 		c            copyState
-		dup          bool
+		pub          mover.Pub
 		stored, dups uint64
 	}{
-		{"new", copyState{sends: 1}, false, 1, 0},
-		{"sent once, duplicate", copyState{sends: 1}, true, 0, 1},
-		{"sent again, duplicate", copyState{sends: 2}, true, 1, 0},
-		{"refused, then duplicate", copyState{sends: 2, refused: 1}, true, 0, 1},
-		{"refused, timed out, then duplicate", copyState{sends: 3, refused: 1}, true, 1, 0},
-		{"found", copyState{found: true}, true, 0, 1},
+		{"new", copyState{}, mover.Pub{}, 1, 0},
+		{"sent once, duplicate", copyState{}, mover.Pub{Duplicate: true}, 0, 1},
+		{"sent again, duplicate", copyState{}, mover.Pub{Duplicate: true, Resent: true}, 1, 0},
+		{"refused, then duplicate", copyState{tries: 1}, mover.Pub{Duplicate: true}, 0, 1},
+		{"refused, timed out, then duplicate", copyState{tries: 2, maybeStored: true}, mover.Pub{Duplicate: true}, 1, 0},
+		{"found after a reconnect", copyState{}, mover.Pub{Found: true}, 1, 0},
+		{"found", copyState{found: true}, mover.Pub{}, 0, 1},
 	}
 	for _, tt := range tests {
 		var p Publisher
-		p.count(&tt.c, tt.dup)
+		c := tt.c
+		if !c.found {
+			c.storedBy(&tt.pub)
+		}
+		p.count(&c)
 		if p.counts.Stored != tt.stored || p.counts.Duplicates != tt.dups {
 			t.Errorf("%s: stored %d, duplicates %d; want %d, %d", tt.name, p.counts.Stored, p.counts.Duplicates, tt.stored, tt.dups)
+		}
+	}
+}
+
+// A copy carries the original headers (those the server acts on moved
+// aside), the provenance and its message id, exactly as the envelope
+// helpers make them.
+func TestCopyHeaders(t *testing.T) {
+	m := &envelope.Message{Stream: "ORDERS", Seq: 4711, Subject: "orders.paid", Time: time.Date(2026, 11, 29, 2, 0, 0, 123456789, time.FixedZone("x", 3600)), Data: []byte("d"),
+		Header: nats.Header{"A": {"1", "2"}, "Nats-Msg-Id": {"orig"}, envelope.SourceSeq: {"old"}}}
+	for _, noProv := range []bool{false, true} {
+		p := &Publisher{cfg: PublishConfig{To: "copy.>", MsgIDPrefix: "replay", NoProvenance: noProv}}
+		want := envelope.CopyHeader(m.Header, 0)
+		if !noProv {
+			envelope.SetProvenance(want, m)
+		}
+		want.Set(jetstream.MsgIDHeader, "replay:ORDERS:4711:copy.orders.paid")
+		got := p.Copy(m)
+		if got.Subject != "copy.orders.paid" || string(got.Data) != "d" || !reflect.DeepEqual(got.Header, want) {
+			t.Errorf("no provenance %v: %s %v, want %v", noProv, got.Subject, got.Header, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
@@ -31,14 +32,21 @@ func targetFilter(to string) string {
 // cp.LastSeq that an earlier run stored but did not checkpoint (killed, or
 // the server restarted), so that Write counts them as duplicates instead
 // of storing them again, even outside the duplicate window.
-func (p *Publisher) Prepare(ctx context.Context, cp *Checkpoint) error {
+func (p *Publisher) Prepare(ctx context.Context, cp *Checkpoint) (err error) {
 	if p.prepared {
 		return nil
 	}
 	p.prepared = true
+	// The window listens to the connection from now on: a restart of the
+	// server before the first copy is still noticed and reported.
 	if err := p.start(); err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			_ = p.Close(context.Background())
+		}
+	}()
 	base, err := p.streamPositions(ctx)
 	if err != nil && cp == nil {
 		// Only a lookup after a reconnect needs them: it falls back to
@@ -67,7 +75,7 @@ func (p *Publisher) Prepare(ctx context.Context, cp *Checkpoint) error {
 // streamPositions returns the last sequence of every stream that can
 // capture a target subject.
 func (p *Publisher) streamPositions(ctx context.Context) (map[string]uint64, error) {
-	lctx, cancel := context.WithTimeout(ctx, 2*p.ackTimeout)
+	lctx, cancel := context.WithTimeout(ctx, 2*p.timeout)
 	defer cancel()
 	out := make(map[string]uint64)
 	list := p.js.ListStreams(lctx, jetstream.WithStreamListSubject(targetFilter(p.cfg.To)))
@@ -150,12 +158,18 @@ func (p *Publisher) parseCopy(sm *streamread.StoredMsg) (copyKey, bool) {
 	return copyKey{rest[:i], seq}, true
 }
 
+// keyOf reads which source message an outgoing copy was made of.
+func (p *Publisher) keyOf(m *nats.Msg) (copyKey, bool) {
+	return p.parseCopy(&streamread.StoredMsg{Subject: m.Subject, Header: m.Header})
+}
+
 // checkpointState fills in what a checkpoint of a republish records
 // besides the sequence: the message id prefix, and for each target stream
 // a sequence after which every copy of a message after cp.LastSeq is
 // stored, where a re-run looks for them.
 func (p *Publisher) checkpointState(cp *Checkpoint) {
 	cp.MsgIDPrefix = p.cfg.MsgIDPrefix
+	p.mu.Lock()
 	var from map[string]uint64
 	switch {
 	case p.firstFailed > 0:
@@ -164,8 +178,8 @@ func (p *Publisher) checkpointState(cp *Checkpoint) {
 		from = p.failedFrom
 	case len(p.pending) > 0:
 		from = p.pending[0].from
-	case p.acks != nil:
-		from = p.positionsNow(true)
+	case p.w != nil:
+		from = p.positionsLocked(true)
 	default:
 		from = p.base
 	}
@@ -173,16 +187,14 @@ func (p *Publisher) checkpointState(cp *Checkpoint) {
 	for k, v := range from {
 		out[k] = v
 	}
-	if p.acks != nil {
-		// A stream the positions did not know of yet (created while the
-		// replay ran) is looked through from its start.
-		acked, _, _ := p.acks.positions(0)
-		for k := range acked {
-			if _, ok := out[k]; !ok {
-				out[k] = 0
-			}
+	// A stream the positions did not know of yet (created while the
+	// replay ran) is looked through from its start.
+	for k := range p.acked {
+		if _, ok := out[k]; !ok {
+			out[k] = 0
 		}
 	}
+	p.mu.Unlock()
 	// Copies an earlier run stored beyond its checkpoint are found from
 	// that checkpoint's positions until this run's floor passes them.
 	if cp.LastSeq < p.keepUntil {
