@@ -228,21 +228,46 @@ func Get(ctx context.Context, js jetstream.JetStream, key string) (Lease, error)
 // ErrNone: nobody holds the lease.
 var ErrNone = errors.New("no lease")
 
-// Remove removes the lease l as it was read: if its holder renewed it
-// since, it is alive and the lease stays (ErrLocked). A live holder whose
-// lease is removed stops at its next renewal.
+// Remove removes the lease l as it was read. Its holder may renew it
+// meanwhile (it does every quarter of its TTL): the lease is still the one
+// the user chose to remove, and Remove removes it at its new revision. If
+// another process took it over since, that lease stays (ErrLocked). A live
+// holder whose lease is removed stops at its next renewal.
 func Remove(ctx context.Context, js jetstream.JetStream, l Lease) error {
 	kv, err := bucket(ctx, js, false)
 	if err != nil {
 		return fmt.Errorf("lock bucket %q: %w", Bucket, err)
 	}
-	if err := kv.Delete(ctx, l.Key, jetstream.LastRevision(l.Revision)); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("%w: %s was renewed or taken over just now: its holder is alive; nothing was changed", ErrLocked, l.Key)
+	for attempt := 0; ; attempt++ {
+		err := kv.Delete(ctx, l.Key, jetstream.LastRevision(l.Revision))
+		if err == nil {
+			return nil
 		}
-		return fmt.Errorf("lock %q: %w", l.Key, err)
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("lock %q: %w", l.Key, err)
+		}
+		now, rerr := readLease(ctx, kv, l.Key, l.TTL)
+		if errors.Is(rerr, jetstream.ErrKeyNotFound) {
+			return nil // released or removed meanwhile: nobody holds it
+		}
+		if rerr != nil {
+			return fmt.Errorf("lock %q: %w", l.Key, rerr)
+		}
+		if !now.sameHolder(l) {
+			return fmt.Errorf("%w: %s was taken over just now by %s; nothing was changed", ErrLocked, l.Key, now.Describe())
+		}
+		if attempt == 4 {
+			// Renewed five times while being removed: not a lease's pace.
+			return fmt.Errorf("%w: %s keeps changing (renewed by %s as it was removed); nothing was changed", ErrLocked, l.Key, now.Describe())
+		}
+		l = now
 	}
-	return nil
+}
+
+// sameHolder reports whether l and o are one holder's lease (o perhaps
+// renewed since), not a lease another process took over.
+func (l Lease) sameHolder(o Lease) bool {
+	return l.Holder == o.Holder && l.PID == o.PID && l.PIDNS == o.PIDNS && l.Since.Equal(o.Since)
 }
 
 // giveUpDivisor sets how long a holder's renewals may fail before it

@@ -197,3 +197,68 @@ func TestHolderStopsWhenRenewalsFail(t *testing.T) {
 		t.Errorf("Explain of a plain cancellation: %v", err)
 	}
 }
+
+// The holder renewing its lease while it is being removed (unlock reads
+// it, asks, then removes) does not save it: it is the lease the user chose.
+// A lease another process took over meanwhile stays.
+func TestRemoveRenewedNotTakenOver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+
+	held, err := lease.Acquire(ctx, js, "sweep.JOBS", 400*time.Millisecond, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+	read, err := lease.Get(ctx, js, "sweep.JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for { // until the holder has renewed it (every 100 ms)
+		now, err := lease.Get(ctx, js, "sweep.JOBS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.Revision != read.Revision {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("never renewed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := lease.Remove(ctx, js, read); err != nil {
+		t.Fatalf("remove a renewed lease: %v", err)
+	}
+	select {
+	case <-held.Lost():
+	case <-ctx.Done():
+		t.Fatal("the holder did not learn that it lost its lease")
+	}
+
+	// Taken over between the read and the remove: it stays.
+	second, err := lease.Acquire(ctx, js, "sweep.JOBS", time.Minute, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err = lease.Get(ctx, js, "sweep.JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Release(ctx)
+	kv, err := js.KeyValue(ctx, lease.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "sweep.JOBS", []byte(`{"holder":"elsewhere","pid":4242,"since":"2026-01-01T00:00:00Z","ttl":3600000000000}`)); err != nil {
+		t.Fatal(err)
+	}
+	err = lease.Remove(ctx, js, read)
+	if !errors.Is(err, lease.ErrLocked) || !strings.Contains(err.Error(), "taken over just now by pid 4242 on elsewhere") {
+		t.Fatalf("remove a lease taken over: %v", err)
+	}
+	if l, err := lease.Get(ctx, js, "sweep.JOBS"); err != nil || l.Holder != "elsewhere" {
+		t.Fatalf("the new holder's lease: %+v, %v", l, err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/logctx"
@@ -160,7 +161,7 @@ func (m *mover) workqueueCopy(ctx context.Context) (bool, error) {
 }
 
 // ErrInvalid: the move asked for is not possible; nothing was changed.
-var ErrInvalid = errors.New("invalid migration")
+var ErrInvalid = errkind.New(errkind.Invalid, "invalid migration")
 
 // reach works out how the target's server reads the source: the same
 // server (or cluster, or domain) needs no prefix; another domain is read
@@ -196,7 +197,7 @@ func reach(ctx context.Context, src, dst Endpoint) (api string, same bool, err e
 var clientCopy func(ctx context.Context, m *mover) (*Summary, error)
 
 // ErrUnreachable: the target's server cannot read the source's.
-var ErrUnreachable = errors.New("the target's server cannot reach the source")
+var ErrUnreachable = errkind.New(errkind.Invalid, "the target's server cannot reach the source")
 
 // domainOf is the JetStream domain of the server e talks to, asked of the
 // server even when given (a domain nobody answers for fails here).
