@@ -119,7 +119,39 @@ type Thresholds struct {
 	// DeadScanLimit bounds how many stored messages are looked at to count
 	// those past MaxDeliver. Default 1000.
 	DeadScanLimit int
+
+	// BehindCritical, when set, makes a lag of at least this long critical
+	// (the behind finding's severity); Behind is its warning level. Zero:
+	// a lag alone is never critical.
+	BehindCritical time.Duration
+	// Stall and StallCritical: work is pending (unprocessed or awaiting an
+	// ack, not paused) and the ack floor has not moved (no ack since this
+	// long ago, or since the consumer was created) for this long: the
+	// ack-floor-frozen finding, a warning from Stall, critical from
+	// StallCritical. A consumer with nothing pending is never stalled.
+	// Defaults 5m and 15m (DefaultThresholds).
+	Stall, StallCritical time.Duration
+	// DeadLettersCritical, when set, makes this many dead letters waiting
+	// critical (any dead letter is a warning).
+	DeadLettersCritical int64
 }
+
+// MetaThresholdPrefix prefixes the consumer metadata keys that set a
+// consumer's own thresholds, in every command that judges its health:
+// io.jetctl.check.lag-warning, lag-critical, stall-warning,
+// stall-critical (durations) and dead-letters-critical (a count). A
+// threshold the command was given as a flag (ListConfig.Fixed) wins.
+const MetaThresholdPrefix = "io.jetctl.check."
+
+// The threshold names: the metadata key after MetaThresholdPrefix, and
+// check's flag without --.
+const (
+	ThresholdLagWarning          = "lag-warning"
+	ThresholdLagCritical         = "lag-critical"
+	ThresholdStallWarning        = "stall-warning"
+	ThresholdStallCritical       = "stall-critical"
+	ThresholdDeadLettersCritical = "dead-letters-critical"
+)
 
 // DefaultThresholds are the thresholds when none are given.
 var DefaultThresholds = Thresholds{Behind: time.Minute, Inactive: time.Minute, PoisonRedeliveries: 3, DeadScanLimit: 1000}

@@ -25,6 +25,10 @@ type ListConfig struct {
 	All bool
 	// Thresholds for the health rules; zero fields take the defaults.
 	Thresholds Thresholds
+	// Fixed names the thresholds (Threshold* constants) the caller was
+	// given explicitly: a consumer's metadata (MetaThresholdPrefix) does
+	// not override them.
+	Fixed map[string]bool
 	// Workers bounds the concurrent requests (default 16).
 	Workers int
 	// Listed, when not nil, are every stream of the account, already
