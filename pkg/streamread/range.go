@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/errkind"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // ReaderKind names how messages are read.
@@ -58,10 +59,20 @@ func (r Range) Empty() bool { return !r.Follow && r.Last < r.First }
 // ErrUnsupported is returned when a reader cannot serve a stream.
 var ErrUnsupported = errkind.New(errkind.Invalid, "unsupported")
 
+// electionWithin bounds how long Resolve rides out a stream without a
+// leader (an election takes a few seconds at most).
+const electionWithin = 10 * time.Second
+
 // Resolve fixes cfg's range against the stream's current state, so that a
 // replay always ends (unless following).
 func Resolve(ctx context.Context, js jetstream.JetStream, cfg Config) (Range, error) {
-	s, err := js.Stream(ctx, cfg.Stream)
+	// A stream electing a leader does not answer for a moment: ride it out.
+	var s jetstream.Stream
+	err := retry.Do(ctx, retry.Policy{Within: electionWithin, Pause: 100 * time.Millisecond, MaxPause: time.Second, Retryable: retry.Transient},
+		func(ctx context.Context) (err error) {
+			s, err = js.Stream(ctx, cfg.Stream)
+			return err
+		})
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return Range{}, fmt.Errorf("stream %q: %w", cfg.Stream, jetstream.ErrStreamNotFound)
