@@ -17,8 +17,11 @@ import (
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 )
 
+// ctx bounds a test's requests: a safety net against a hang, not a speed
+// target (under -race on a loaded 2-core machine a kill-and-rerun step took
+// over 30 s).
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return c
 }
