@@ -25,13 +25,26 @@ import (
 // a sweep narrowed to some consumers, a durable filtered on their
 // advisories that starts where the main one stands.
 func (s *sweeper) durable(ctx context.Context) (string, []string, error) {
-	capture, err := s.js.Stream(ctx, s.n.Capture)
-	if err != nil {
-		return "", nil, fmt.Errorf("stream %q: %w", s.n.Capture, err)
-	}
-	main, err := s.js.Consumer(ctx, s.n.Capture, s.n.Durable)
-	if err != nil {
+	// A server restarting or electing a leader does not answer for a
+	// moment: these look-ups ride it out as the sweep's other requests do.
+	var capture jetstream.Stream
+	var main jetstream.Consumer
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+		if capture == nil {
+			if capture, err = s.js.Stream(ctx, s.n.Capture); err != nil {
+				return err
+			}
+		}
+		main, err = s.js.Consumer(ctx, s.n.Capture, s.n.Durable)
+		return err
+	})
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		return "", nil, fmt.Errorf("stream %q: consumer %q: %w (run: jetctl dlq setup --stream %s)", s.n.Capture, s.n.Durable, ErrNotSetUp, s.cfg.Stream)
+	case capture == nil:
+		return "", nil, fmt.Errorf("stream %q: %w", s.n.Capture, err)
+	case err != nil:
+		return "", nil, fmt.Errorf("stream %q: consumer %q: %w", s.n.Capture, s.n.Durable, err)
 	}
 	if len(s.cfg.Consumers) == 0 {
 		return s.n.Durable, nil, nil
@@ -99,7 +112,11 @@ func (s *sweeper) claim(it *item) bool {
 // fromDurable feeds the advisories the durable delivers until it has none
 // left, or Max dead messages are admitted.
 func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*item) bool) error {
-	cons, err := s.js.Consumer(ctx, s.n.Capture, durable)
+	var cons jetstream.Consumer
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+		cons, err = s.js.Consumer(ctx, s.n.Capture, durable)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("stream %q: consumer %q: %w", s.n.Capture, durable, err)
 	}
