@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -240,7 +241,7 @@ func TestAckFloorFrozen(t *testing.T) {
 			case c.age == nil && s.AckFloorAgeSeconds != nil:
 				t.Errorf("ack_floor_age_seconds %v, want null", *s.AckFloorAgeSeconds)
 			case c.age != nil && (s.AckFloorAgeSeconds == nil || *s.AckFloorAgeSeconds != *c.age):
-				t.Errorf("ack_floor_age_seconds %v, want %v", s.AckFloorAgeSeconds, *c.age)
+				t.Errorf("ack_floor_age_seconds %s, want %v", ageText(s.AckFloorAgeSeconds), *c.age)
 			}
 		})
 	}
@@ -485,7 +486,7 @@ func TestAckFloorAgeReadsTheFirstPendingMessage(t *testing.T) {
 	}
 	s := assessed()
 	if s.AckFloorAgeSeconds == nil || *s.AckFloorAgeSeconds < 600 || *s.AckFloorAgeSeconds > 3600 {
-		t.Fatalf("ack_floor_age_seconds %v, want ten minutes and a little (not a day)", s.AckFloorAgeSeconds)
+		t.Fatalf("ack_floor_age_seconds %s, want ten minutes and a little (not a day)", ageText(s.AckFloorAgeSeconds))
 	}
 	if got := ids(s); !slices.Equal(got, []string{"ack-floor-frozen/warning"}) {
 		t.Errorf("findings %v, want a warning", got)
@@ -500,4 +501,11 @@ func TestAckFloorAgeReadsTheFirstPendingMessage(t *testing.T) {
 	if *again.AckFloorAgeSeconds < *s.AckFloorAgeSeconds {
 		t.Errorf("the second age %v is below the first %v", *again.AckFloorAgeSeconds, *s.AckFloorAgeSeconds)
 	}
+}
+
+func ageText(age *float64) string {
+	if age == nil {
+		return "null"
+	}
+	return fmt.Sprint(*age)
 }
