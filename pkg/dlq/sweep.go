@@ -247,8 +247,8 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		}()
 		// Advisories a killed sweep had fetched but not acked come back now,
 		// not after the ack wait.
-		if _, err := js.ResetConsumer(ctx, n.Capture, durable); err != nil {
-			return nil, fmt.Errorf("stream %q: consumer %q: reset to ack floor: %w", n.Capture, durable, err)
+		if err := s.resetDurable(ctx, durable); err != nil {
+			return nil, err
 		}
 	}
 
@@ -280,8 +280,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		logctx.From(ctx).Debug("dlq sweep: the durable delivered advisories that never reached the sweep; resetting it to its ack floor to read them again",
 			"stream", n.Capture, "consumer", durable)
 		s.lost, s.lastDelivery = false, 0
-		if _, rerr := js.ResetConsumer(ctx, n.Capture, durable); rerr != nil {
-			err = fmt.Errorf("stream %q: consumer %q: reset to ack floor: %w", n.Capture, durable, rerr)
+		if err = s.resetDurable(ctx, durable); err != nil {
 			break
 		}
 		err = s.run(ctx, func(push func(*item) bool) error { return s.fromDurable(ctx, durable, push) })
@@ -291,4 +290,18 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		err = ctx.Err()
 	}
 	return &s.sum, err
+}
+
+// resetDurable resets the capture durable to its ack floor, riding out a
+// server restart or an election as the sweep's other requests do (the
+// reset after lost deliveries comes right after one).
+func (s *sweeper) resetDurable(ctx context.Context, durable string) error {
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+		_, err := s.js.ResetConsumer(ctx, s.n.Capture, durable)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("stream %q: consumer %q: reset to ack floor: %w", s.n.Capture, durable, err)
+	}
+	return nil
 }
