@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/jsm.go/monitor"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
@@ -124,11 +125,11 @@ func effectiveMonitor(settings []MonitorSetting, meta, flags map[string]string) 
 	return e
 }
 
-// Where a threshold came from.
+// Where a threshold came from: the health model's words.
 const (
-	SourceFlag     = "flag"
-	SourceMetadata = "metadata"
-	SourceDefault  = "default"
+	SourceFlag     = consumer.SourceFlag
+	SourceMetadata = consumer.SourceMetadata
+	SourceDefault  = consumer.SourceDefault
 )
 
 // enabled reads io.nats.monitor.enabled: false skips the item. A value
