@@ -80,7 +80,7 @@ io.nats.monitor.enabled=false skips a stream or consumer.
 A stream or consumer read without a leader is read again for up to
 --timeout before it is reported without one: an election is not an
 outage. KV, object store and DLQ streams are checked with --all or when
-named. An unknown stream or consumer named exits 3 before any output;
+named. An unknown stream or consumer named exits 3 before any report;
 thresholds that make no sense exit 2 before connecting.
 
 -o nagios prints a status line with perfdata and one line per item that
@@ -129,15 +129,13 @@ func (o *options) bind(cmd *cobra.Command, f *factory.Factory) {
 	fs.Float64Var(&o.limitsWarning, check.FlagLimitsWarning, check.DefaultLimitsWarning, "warning from this percent of max_msgs or max_bytes (discard new streams; 0: off)")
 	fs.Float64Var(&o.limitsCritical, check.FlagLimitsCritical, check.DefaultLimitsCritical, "critical from this percent of max_msgs or max_bytes (discard new streams; 0: off)")
 	for _, s := range append(slices.Clone(check.ConsumerSettings), check.StreamSettings...) {
-		v := new(string)
-		o.natscli[s.Flag] = v
-		if s.Flag == "pinned" {
+		v := &rawValue{typ: s.Type}
+		o.natscli[s.Flag] = &v.raw
+		fs.Var(v, s.Flag, s.Usage)
+		if s.Type == "bool" {
 			// natscli's --pinned is a switch.
-			fs.StringVar(v, s.Flag, "", s.Usage+" (true)")
 			fs.Lookup(s.Flag).NoOptDefVal = "true"
-			continue
 		}
-		fs.StringVar(v, s.Flag, "", s.Usage)
 	}
 	fs.StringVar(&o.listen, "listen", "", "serve /metrics and /healthz on this address (host:port) until interrupted")
 	factory.DurationVar(fs, &o.interval, "interval", 0, "with --listen: evaluate every interval into a cache that scrapes read (0: on each scrape)")
@@ -269,3 +267,11 @@ func unknown(err error) error {
 	}
 	return exitcode.New(int(check.Unknown), err)
 }
+
+// rawValue keeps a natscli setting as written: ValidateMonitor parses it
+// as its metadata is parsed. typ names it in --help.
+type rawValue struct{ raw, typ string }
+
+func (v *rawValue) Set(s string) error { v.raw = s; return nil }
+func (v *rawValue) String() string     { return v.raw }
+func (v *rawValue) Type() string       { return v.typ }
