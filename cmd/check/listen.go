@@ -85,8 +85,10 @@ type evaluator struct {
 	last     evaluation
 	done     bool
 	inflight chan struct{}
-	runs     int
-	fails    int
+	// waiting counts the callers waiting for the evaluation in flight.
+	waiting int
+	runs    int
+	fails   int
 }
 
 // now evaluates, or waits for the evaluation already running, and
@@ -94,10 +96,12 @@ type evaluator struct {
 func (e *evaluator) now() evaluation {
 	e.mu.Lock()
 	if ch := e.inflight; ch != nil {
+		e.waiting++
 		e.mu.Unlock()
 		<-ch
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		e.waiting--
 		return e.last
 	}
 	ch := make(chan struct{})
