@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/jetctl/jetctl/cmd/check"
 	"github.com/jetctl/jetctl/cmd/completion"
 	"github.com/jetctl/jetctl/cmd/consumer"
 	"github.com/jetctl/jetctl/cmd/demo"
@@ -74,6 +75,9 @@ else to stderr. Exit codes are the same for every command: see
 			// context carries: the one --verbose and --trace turn up.
 			cmd.SetContext(logctx.With(cmd.Context(), f.Logger()))
 			f.SetContext(cmd.Context())
+			if formats := cmd.Annotations[factory.FormatsAnnotation]; formats != "" {
+				f.ExtraFormats = strings.Split(formats, ",")
+			}
 			return f.Validate()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,7 +111,7 @@ else to stderr. Exit codes are the same for every command: see
 	add(groupJetStream, status.NewCmd(f), replay.NewCmd(f), stream.NewCmd(f))
 	add(groupJetStream, kv.NewCmd(f))
 	add(groupJetStream, dlq.NewCmd(f))
-	add(groupJetStream, consumer.NewCmd(f))
+	add(groupJetStream, consumer.NewCmd(f), check.NewCmd(f))
 	add(groupJetStream, migrate.NewCmd(f))
 	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f))
 	add(groupServer, server.NewCmd(f), demo.NewCmd(f, runInProcess))
@@ -259,13 +263,15 @@ func startProfiles(ios *factory.IOStreams) func() {
 func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*os.File) (err error) {
 	// A permission violation anywhere stops the command at once, and is
 	// what it reports (exit 1), whatever the command made of the
-	// cancellation.
+	// cancellation; unless the command reported the refusal itself with
+	// a code of its own (check: UNKNOWN, 3).
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
 	ctx = natsconn.WithAbort(ctx, abort)
 	defer func() {
-		var perr *natsconn.PermissionError
-		if errors.As(context.Cause(ctx), &perr) {
+		var perr, reported *natsconn.PermissionError
+		var coded *exitcode.Error
+		if errors.As(context.Cause(ctx), &perr) && !(errors.As(err, &coded) && errors.As(err, &reported)) {
 			err = perr
 		}
 	}()
