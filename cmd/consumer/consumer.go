@@ -5,11 +5,12 @@ package consumer
 
 import (
 	"fmt"
-	"github.com/dustin/go-humanize/english"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -71,10 +72,12 @@ type selectFlags struct {
 type HealthFlags struct {
 	behind   time.Duration
 	inactive time.Duration
+	fs       *pflag.FlagSet
 }
 
 // Bind adds --behind and --inactive to fs.
 func (h *HealthFlags) Bind(fs *pflag.FlagSet) {
+	h.fs = fs
 	d := pkgconsumer.DefaultThresholds
 	factory.DurationVar(fs, &h.behind, "behind", d.Behind, "lag (age of the oldest unprocessed message) from which a consumer is behind").Positive()
 	factory.DurationVar(fs, &h.inactive, "inactive", d.Inactive, "time without activity after which a consumer with no worker is stalled (messages wait) or idle (0: at once)")
@@ -88,6 +91,17 @@ func (h *HealthFlags) Thresholds() pkgconsumer.Thresholds {
 		inactive = time.Nanosecond
 	}
 	return pkgconsumer.Thresholds{Behind: h.behind, Inactive: inactive}
+}
+
+// Fixed names the thresholds given as flags, which a consumer's metadata
+// does not override: --behind is the lag-warning threshold
+// (io.jetctl.check.lag-warning).
+func (h *HealthFlags) Fixed() map[string]bool {
+	fixed := map[string]bool{}
+	if h.fs != nil && h.fs.Changed("behind") {
+		fixed[pkgconsumer.ThresholdLagWarning] = true
+	}
+	return fixed
 }
 
 func (s *selectFlags) bind(cmd *cobra.Command) {
@@ -127,7 +141,7 @@ func (s *selectFlags) config(f *factory.Factory, streams []string) (selection, e
 	if err != nil {
 		return sel, err
 	}
-	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: s.health.Thresholds()}
+	sel.list = pkgconsumer.ListConfig{Streams: streams, All: s.all, Thresholds: s.health.Thresholds(), Fixed: s.health.Fixed()}
 	sel.sortBy = by
 	sel.keep = func(*pkgconsumer.State) bool { return true }
 	if filter != nil {
@@ -224,13 +238,14 @@ func kindCell(s *pkgconsumer.State) string {
 // be read (the lag, where the user may not get messages): exit 4,
 // partial, after the output, in one line naming the first reason. The
 // values are shown as unknown and the findings that needed them are left
-// out. nil when everything was read.
+// out. nil when everything was read. Threshold metadata that was ignored
+// is not a value left unread (see ThresholdWarnings).
 func Unread(states []*pkgconsumer.State) error {
 	n, first := 0, ""
 	for _, s := range states {
-		if len(s.ReadErrors) > 0 {
+		if unread := s.Unreadable(); len(unread) > 0 {
 			if n == 0 {
-				first = s.Stream + " > " + s.Consumer + ": " + s.ReadErrors[0]
+				first = s.Stream + " > " + s.Consumer + ": " + unread[0]
 			}
 			n++
 		}
@@ -240,4 +255,16 @@ func Unread(states []*pkgconsumer.State) error {
 	}
 	return exitcode.Newf(exitcode.Partial, "could not read everything for %s (shown as unknown; their findings left out): %s",
 		english.Plural(n, "consumer", "consumers"), output.Escape(first))
+}
+
+// ThresholdWarnings prints on w one warning per threshold metadata value
+// a consumer has that was ignored (it does not parse, or puts a warning
+// level above its critical level): the consumer was judged without it,
+// and the command does not fail for it.
+func ThresholdWarnings(w io.Writer, states []*pkgconsumer.State) {
+	for _, s := range states {
+		for _, note := range s.ThresholdNotes() {
+			fmt.Fprintf(w, "jetctl: warning: %s > %s: %s\n", output.Escape(s.Stream), output.Escape(s.Consumer), output.Escape(note))
+		}
+	}
 }

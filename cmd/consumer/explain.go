@@ -38,12 +38,16 @@ the server, and the command that fixes or investigates it:
   stalled-max-ack-pending        stalled    ack pending has reached MaxAckPending
   no-worker-pulling              stalled    messages wait, nobody pulls (--inactive)
   push-no-subscriber             stalled    messages wait for a push consumer nobody subscribes to
+  ack-floor-frozen               stalled    work waits, the ack floor has not moved for stall-critical (15m)
+                                            (a warning from stall-warning, 5m)
   nothing-acknowledged           failing    every message delivered since the ack floor is redelivered, none acked
   poison-message                 poison     one message holds the ack floor, redelivered again and again
   warning (needs a look)
   paused                         paused     the consumer is paused
   behind                         behind     the oldest unprocessed message is older than --behind
+                                            (critical from lag-critical, when set)
   dead-letters                   dead-letters  dead letters wait, not yet swept or in the DLQ
+                                            (critical from dead-letters-critical, when set)
   max-deliver-exceeded           dead-letters  messages past MaxDeliver still in a workqueue/interest stream
   replica-lagging                degraded   a replica is offline or behind
   filter-matches-nothing         misconfigured  a filter no stored message matches (a typo?)
@@ -52,6 +56,11 @@ the server, and the command that fixes or investigates it:
   idle                           idle       nothing pending, no worker seen for --inactive
   deliver-policy-skipped-backlog ok         the deliver policy started after older messages
   interest-held-only-here        ok         an interest stream keeps messages for this consumer alone
+
+The thresholds are --behind, --inactive, and the consumer's own in its
+metadata (io.jetctl.check.lag-warning, lag-critical, stall-warning,
+stall-critical, dead-letters-critical; a flag wins), as in every command
+that shows its health.
 
 A healthy consumer gets one line. It only reads: nothing is consumed,
 acknowledged or changed. --exit-code exits 8 when a finding at warning or
@@ -83,9 +92,12 @@ func runExplain(ctx context.Context, f *factory.Factory, o *explainOptions, stre
 	if err != nil {
 		return err
 	}
-	res, err := pkgconsumer.Explain(ctx, js, pkgconsumer.ExplainConfig{Stream: stream, Consumer: consumer, Thresholds: o.health.Thresholds()})
+	res, err := pkgconsumer.Explain(ctx, js, pkgconsumer.ExplainConfig{Stream: stream, Consumer: consumer, Thresholds: o.health.Thresholds(), Fixed: o.health.Fixed()})
 	if err != nil {
 		return err
+	}
+	if res.State != nil {
+		ThresholdWarnings(f.IO.ErrOut, []*pkgconsumer.State{res.State})
 	}
 	if p.Format == "jsonl" {
 		for _, finding := range res.Findings {

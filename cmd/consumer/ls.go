@@ -25,7 +25,14 @@ when "jetctl dlq setup" exists for the stream), paused, and a one-word
 health: the word of its most urgent finding, by the one health model
 "consumer explain", status, watch and wait use (critical: no-leader,
 stalled, failing, poison; warning: paused, behind, dead-letters,
-degraded, misconfigured; info: idle; ok). -o json has the findings.
+degraded, misconfigured; info: idle; ok). -o json has the findings and
+the severity that decides (a stall younger than stall-critical is a
+warning; a lag past lag-critical is critical).
+
+A consumer's metadata can set its own thresholds, keys
+io.jetctl.check.NAME: lag-warning (what --behind sets; the flag wins),
+lag-critical, stall-warning (default 5m), stall-critical (default 15m)
+and dead-letters-critical; see docs/consumer.md.
 
 KV buckets (KV_*), object stores (OBJ_*) and the streams of "jetctl dlq
 setup" are hidden unless --all or named. --sort lag puts the worst first.
@@ -54,6 +61,7 @@ fields of -o json. Reading changes nothing.`,
 				return err
 			}
 			states = sel.apply(states)
+			ThresholdWarnings(f.IO.ErrOut, states)
 			if p.Format == "table" && len(states) == 0 {
 				fmt.Fprintln(f.IO.ErrOut, "jetctl: no consumers")
 				return nil

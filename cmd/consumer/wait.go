@@ -67,7 +67,7 @@ stderr; the state that met the condition goes to stdout.`,
 
 // config turns flags and arguments into a WaitConfig, before connecting.
 func (o *waitOptions) config(cmd *cobra.Command, args []string) (pkgconsumer.WaitConfig, time.Duration, error) {
-	cfg := pkgconsumer.WaitConfig{Stream: args[0], Consumer: args[1], CaughtUp: o.caughtUp, Thresholds: o.health.Thresholds()}
+	cfg := pkgconsumer.WaitConfig{Stream: args[0], Consumer: args[1], CaughtUp: o.caughtUp, Thresholds: o.health.Thresholds(), Fixed: o.health.Fixed()}
 	if cmd.Flags().Changed("pending-below") {
 		if o.pendingBelow == 0 {
 			return cfg, 0, exitcode.UsageErrorf("--pending-below 0 can never be met (nothing is below 0): to wait until nothing is pending, use --pending-below 1")
@@ -121,6 +121,7 @@ func runWait(ctx context.Context, f *factory.Factory, cfg pkgconsumer.WaitConfig
 		}
 		return err
 	}
+	ThresholdWarnings(f.IO.ErrOut, []*pkgconsumer.State{res.State})
 	return p.Print(res, func() []output.Table {
 		t := output.Table{Header: []string{"stream", "consumer", "condition", "ack floor", "unprocessed", "ack pending", "waited", "health"}}
 		s := res.State

@@ -102,6 +102,9 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 			for i, s := range samples {
 				states[i] = s.State
 			}
+			if n == 1 {
+				ThresholdWarnings(f.IO.ErrOut, states)
+			}
 			// Once: what cannot be read now will not be readable later.
 			if err := Unread(states); err != nil {
 				warned = true

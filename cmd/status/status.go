@@ -108,10 +108,11 @@ cut; -o json always has every subject.`,
 			if err != nil {
 				return err
 			}
-			st, err := Gather(cmd.Context(), js, health.Thresholds())
+			st, err := Gather(cmd.Context(), js, health.Thresholds(), health.Fixed())
 			if err != nil {
 				return err
 			}
+			cmdconsumer.ThresholdWarnings(f.IO.ErrOut, st.Consumers)
 			if err := p.Print(st, func() []output.Table { return tables(st, tableWidth(f)) }); err != nil {
 				return err
 			}
@@ -122,8 +123,10 @@ cut; -o json always has every subject.`,
 	return cmd
 }
 
-// Gather reads the account info and every stream, with the paged list API.
-func Gather(ctx context.Context, js jetstream.JetStream, t consumer.Thresholds) (*Status, error) {
+// Gather reads the account info and every stream, with the paged list
+// API, and judges the consumers by t, with their metadata thresholds
+// except those named in fixed (given as flags).
+func Gather(ctx context.Context, js jetstream.JetStream, t consumer.Thresholds, fixed map[string]bool) (*Status, error) {
 	type accountResult struct {
 		info *jetstream.AccountInfo
 		err  error
@@ -149,7 +152,7 @@ func Gather(ctx context.Context, js jetstream.JetStream, t consumer.Thresholds) 
 		}
 		return nil, err
 	}
-	states, err := consumer.List(ctx, js, consumer.ListConfig{Listed: listed, Thresholds: t})
+	states, err := consumer.List(ctx, js, consumer.ListConfig{Listed: listed, Thresholds: t, Fixed: fixed})
 	ar := <-accountCh
 	if ar.err != nil {
 		return nil, ar.err

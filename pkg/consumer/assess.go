@@ -40,8 +40,9 @@ func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State
 		dead, deadErrs = deadLetters(r, js, a.client, captures, cfg.Workers, cfg.LagCache)
 	}()
 	fillLag(r, a, states, cfg.Workers, cfg.LagCache)
-	cfg.LagCache.rotate()
 	wg.Wait()
+	// What this call read is what the next may reuse.
+	defer cfg.LagCache.rotate()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -67,7 +68,7 @@ func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State
 				others = append(others, o)
 			}
 		}
-		ev := &evaluation{t: cfg.Thresholds, s: s, api: a.client, stream: infos[s.Stream], others: others}
+		ev := &evaluation{t: cfg.Thresholds, fixed: cfg.Fixed, cache: cfg.LagCache, s: s, api: a.client, stream: infos[s.Stream], others: others}
 		if d, ok := dead[s.Stream]; ok {
 			ev.dlq = d.dlq
 		}

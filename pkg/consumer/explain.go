@@ -27,12 +27,24 @@ const (
 // `explain --exit-code` fails on.
 func (s Severity) AtLeastWarning() bool { return s == SeverityWarning || s == SeverityCritical }
 
+// rank orders severities for sorting: 0 is the most serious.
+func (s Severity) rank() int {
+	switch s {
+	case SeverityCritical:
+		return 0
+	case SeverityWarning:
+		return 1
+	}
+	return 2
+}
+
 // Finding ids: stable, documented in docs/consumer.md; scripts match on them.
 const (
 	FindingNoLeader          = "no-leader"
 	FindingStalled           = "stalled-max-ack-pending"
 	FindingNoWorker          = "no-worker-pulling"
 	FindingPushNoSubscriber  = "push-no-subscriber"
+	FindingAckFloorFrozen    = "ack-floor-frozen"
 	FindingNothingAcked      = "nothing-acknowledged"
 	FindingPoison            = "poison-message"
 	FindingPaused            = "paused"
@@ -72,6 +84,9 @@ type ExplainConfig struct {
 	Consumer string
 	// Thresholds of the health model; zero fields take the defaults.
 	Thresholds Thresholds
+	// Fixed names the thresholds given as flags, which the consumer's
+	// metadata does not override (ListConfig.Fixed).
+	Fixed map[string]bool
 }
 
 // Explanation is the diagnosis of one consumer.
@@ -88,8 +103,12 @@ type Explanation struct {
 	Findings []Finding
 }
 
-// Healthy reports whether no finding is at warning or above.
+// Healthy reports whether the consumer's severity is below warning (no
+// finding at warning or above): what explain --exit-code passes.
 func (e *Explanation) Healthy() bool {
+	if e.State != nil {
+		return e.State.Healthy()
+	}
 	for _, f := range e.Findings {
 		if f.Severity.AtLeastWarning() {
 			return false
@@ -131,7 +150,7 @@ func Explain(ctx context.Context, js jetstream.JetStream, cfg ExplainConfig) (*E
 		}
 		return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, err)
 	}
-	s, err := assessOne(ctx, js, st, ci, cfg.Thresholds)
+	s, err := assessOne(ctx, js, st, ci, cfg.Thresholds, cfg.Fixed)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +161,7 @@ func Explain(ctx context.Context, js jetstream.JetStream, cfg ExplainConfig) (*E
 // assessOne evaluates one consumer read on its own (explain, wait) the
 // way List evaluates it among its stream's consumers: with the stream's
 // other consumers and its DLQ capture.
-func assessOne(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, ci *jetstream.ConsumerInfo, t Thresholds) (*State, error) {
+func assessOne(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, ci *jetstream.ConsumerInfo, t Thresholds, fixed map[string]bool) (*State, error) {
 	si := st.CachedInfo()
 	name := si.Config.Name
 	a := newAPI(js)
@@ -164,7 +183,7 @@ func assessOne(ctx context.Context, js jetstream.JetStream, st jetstream.Stream,
 	if capture, err := js.Stream(ctx, dlq.DefaultNames(name, "").Capture); err == nil && capture.CachedInfo().Config.Metadata[dlq.MetaSource] == name {
 		captures[name] = capture.CachedInfo()
 	}
-	cfg := ListConfig{Thresholds: t}
+	cfg := ListConfig{Thresholds: t, Fixed: fixed}
 	if err := assess(ctx, js, a, states, map[string]*jetstream.StreamInfo{name: si}, captures, cfg); err != nil {
 		return nil, err
 	}

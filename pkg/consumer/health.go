@@ -19,9 +19,10 @@ import (
 
 // This file is jetctl's one health model. Every command that says how a
 // consumer is (consumer ls, status, watch, wait, explain, and check) asks
-// evaluate: it produces the findings, and the health word is the word of
-// the most urgent one. A word has one severity, so a consumer is never
-// "ok" in one command and critical in another.
+// evaluate: it produces the findings, each with its severity, and the
+// consumer's severity and health word are those of the most urgent one.
+// Commands decide from State.Severity, so a consumer is never "ok" in one
+// command and critical in another.
 
 // Health is a consumer's condition in one word: the word of its most
 // urgent finding, or ok. The words, most urgent first, are the constants
@@ -59,7 +60,11 @@ func (h Health) Severity() int {
 	return len(healthOrder)
 }
 
-// Level is the word's severity: critical, warning or info (ok and idle).
+// Level is the word's usual severity: critical, warning or info (ok and
+// idle), the severity of its findings unless a threshold sets another (a
+// lag past lag-critical is critical; an ack floor frozen for less than
+// stall-critical is a warning with the word stalled). A consumer's
+// severity is State.Severity, not its word's Level.
 func (h Health) Level() Severity {
 	switch h {
 	case HealthNoLeader, HealthStalled, HealthFailing, HealthPoison:
@@ -70,17 +75,15 @@ func (h Health) Level() Severity {
 	return SeverityInfo
 }
 
-// Healthy reports whether the word is below warning: what
-// `explain --exit-code` passes.
-func (h Health) Healthy() bool { return !h.Level().AtLeastWarning() }
-
 // findingWord is the health word each finding gives; its severity is the
-// word's.
+// word's Level unless a threshold sets it (behind, dead-letters,
+// ack-floor-frozen).
 var findingWord = map[string]Health{
 	FindingNoLeader:          HealthNoLeader,
 	FindingStalled:           HealthStalled,
 	FindingNoWorker:          HealthStalled,
 	FindingPushNoSubscriber:  HealthStalled,
+	FindingAckFloorFrozen:    HealthStalled,
 	FindingNothingAcked:      HealthFailing,
 	FindingPoison:            HealthPoison,
 	FindingPaused:            HealthPaused,
@@ -103,80 +106,15 @@ func WordOf(findingID string) Health {
 	return HealthOK
 }
 
-// Thresholds are the limits the health rules use.
-type Thresholds struct {
-	// Behind is the lag (age of the oldest undelivered message) from which
-	// a consumer is behind. Default 1m.
-	Behind time.Duration
-	// Inactive is how long without activity (no delivery, no ack, since
-	// creation at the earliest) makes a consumer with no waiting pull
-	// stalled (messages wait) or idle (nothing pending). Default 1m.
-	Inactive time.Duration
-	// PoisonRedeliveries: this many redeliveries since the ack floor last
-	// moved make a poison message (or a consumer acknowledging nothing).
-	// Default 3.
-	PoisonRedeliveries uint64
-	// DeadScanLimit bounds how many stored messages are looked at to count
-	// those past MaxDeliver. Default 1000.
-	DeadScanLimit int
-
-	// BehindCritical, when set, makes a lag of at least this long critical
-	// (the behind finding's severity); Behind is its warning level. Zero:
-	// a lag alone is never critical.
-	BehindCritical time.Duration
-	// Stall and StallCritical: work is pending (unprocessed or awaiting an
-	// ack, not paused) and the ack floor has not moved (no ack since this
-	// long ago, or since the consumer was created) for this long: the
-	// ack-floor-frozen finding, a warning from Stall, critical from
-	// StallCritical. A consumer with nothing pending is never stalled.
-	// Defaults 5m and 15m (DefaultThresholds).
-	Stall, StallCritical time.Duration
-	// DeadLettersCritical, when set, makes this many dead letters waiting
-	// critical (any dead letter is a warning).
-	DeadLettersCritical int64
-}
-
-// MetaThresholdPrefix prefixes the consumer metadata keys that set a
-// consumer's own thresholds, in every command that judges its health:
-// io.jetctl.check.lag-warning, lag-critical, stall-warning,
-// stall-critical (durations) and dead-letters-critical (a count). A
-// threshold the command was given as a flag (ListConfig.Fixed) wins.
-const MetaThresholdPrefix = "io.jetctl.check."
-
-// The threshold names: the metadata key after MetaThresholdPrefix, and
-// check's flag without --.
-const (
-	ThresholdLagWarning          = "lag-warning"
-	ThresholdLagCritical         = "lag-critical"
-	ThresholdStallWarning        = "stall-warning"
-	ThresholdStallCritical       = "stall-critical"
-	ThresholdDeadLettersCritical = "dead-letters-critical"
-)
-
-// DefaultThresholds are the thresholds when none are given.
-var DefaultThresholds = Thresholds{Behind: time.Minute, Inactive: time.Minute, PoisonRedeliveries: 3, DeadScanLimit: 1000}
-
-func (t Thresholds) orDefault() Thresholds {
-	if t.Behind <= 0 {
-		t.Behind = DefaultThresholds.Behind
-	}
-	if t.Inactive <= 0 {
-		t.Inactive = DefaultThresholds.Inactive
-	}
-	if t.PoisonRedeliveries == 0 {
-		t.PoisonRedeliveries = DefaultThresholds.PoisonRedeliveries
-	}
-	if t.DeadScanLimit <= 0 {
-		t.DeadScanLimit = DefaultThresholds.DeadScanLimit
-	}
-	return t
-}
-
 // evaluation holds what the rules look at for one consumer: its state,
 // its stream and the stream's other consumers. api may be nil: the rules
 // that need to read messages are then skipped (unit tests).
 type evaluation struct {
+	// t are the command's thresholds; evaluate lays the consumer's
+	// metadata over them, except for those named in fixed.
 	t      Thresholds
+	fixed  map[string]bool
+	cache  *LagCache
 	s      *State
 	ci     *jetstream.ConsumerInfo
 	api    *jsapi.Client
@@ -189,27 +127,40 @@ type evaluation struct {
 	dlq string
 }
 
-// evaluate runs every rule on s and sets its Findings, Health and
-// HealthReason. A read that fails leaves its rule out and is noted in
-// s.ReadErrors; only an interruption (ctx) is returned.
+// evaluate runs every rule on s and sets its Findings, Severity, Health
+// and HealthReason, the thresholds it was judged by (Thresholds,
+// ThresholdSource: the command's with the consumer's metadata laid over
+// them) and AckFloorAgeSeconds. A read that fails leaves its rule out and
+// is noted in s.ReadErrors, as is a threshold metadata value ignored;
+// only an interruption (ctx) is returned.
 func evaluate(ctx context.Context, ev *evaluation) error {
-	ev.t = ev.t.orDefault()
 	s := ev.s
 	ev.ci = s.Info
 	ev.out = nil
+	var meta map[string]string
 	if ev.ci != nil {
 		ev.filters = FilterSubjects(ev.ci.Config)
+		meta = ev.ci.Config.Metadata
 	}
+	eff, source, notes := ev.t.With(meta, ev.fixed)
+	ev.t = eff
+	s.Thresholds, s.ThresholdSource = &eff, source
+	s.ReadErrors = append(s.ReadErrors, notes...)
+	s.thresholdNotes = notes
 	if s.NoLeader || ev.ci == nil {
 		ev.add(FindingNoLeader, "no server leads this consumer: nothing is delivered or acknowledged until one is elected",
 			"jetctl status", map[string]any{"asset": "consumer", "leader": ""})
 		return ev.finish()
+	}
+	if err := ev.ackFloorAge(ctx); err != nil {
+		return err
 	}
 	ev.cluster()
 	ev.paused()
 	ev.stalled()
 	ev.pushNoSubscriber()
 	ev.noWorker()
+	ev.ackFloorFrozen()
 	ev.behind()
 	ev.deadLetters()
 	ev.maxDeliverUnlimited()
@@ -237,9 +188,10 @@ func evaluate(ctx context.Context, ev *evaluation) error {
 	return ev.finish()
 }
 
-// finish sorts the findings, the most urgent first, and sets the word.
+// finish sorts the findings, the most urgent first (by severity, then by
+// word), and sets the consumer's severity and word: the first finding's.
 func (ev *evaluation) finish() error {
-	slices.SortStableFunc(ev.out, func(a, b Finding) int { return WordOf(a.ID).Severity() - WordOf(b.ID).Severity() })
+	SortFindings(ev.out)
 	s := ev.s
 	s.Findings = ev.out
 	if s.Findings == nil {
@@ -248,8 +200,9 @@ func (ev *evaluation) finish() error {
 	if s.ReadErrors == nil {
 		s.ReadErrors = []string{}
 	}
-	s.Health, s.HealthReason = HealthOK, ""
+	s.Health, s.HealthReason, s.Severity = HealthOK, "", SeverityInfo
 	if len(s.Findings) > 0 {
+		s.Severity = s.Findings[0].Severity
 		if w := WordOf(s.Findings[0].ID); w != HealthOK {
 			s.Health, s.HealthReason = w, s.Findings[0].Summary
 		}
@@ -257,8 +210,26 @@ func (ev *evaluation) finish() error {
 	return nil
 }
 
+// SortFindings orders findings the most urgent first: by severity
+// (critical, warning, info), then by the order of their words
+// (healthOrder), keeping the rules' order otherwise.
+func SortFindings(findings []Finding) {
+	slices.SortStableFunc(findings, func(a, b Finding) int {
+		if ra, rb := a.Severity.rank(), b.Severity.rank(); ra != rb {
+			return ra - rb
+		}
+		return WordOf(a.ID).Severity() - WordOf(b.ID).Severity()
+	})
+}
+
+// add records a finding at its word's usual severity.
 func (ev *evaluation) add(id, summary, command string, evidence map[string]any) {
-	ev.out = append(ev.out, Finding{ID: id, Severity: WordOf(id).Level(), Health: WordOf(id), Stream: ev.s.Stream, Consumer: ev.s.Consumer,
+	ev.addAt(WordOf(id).Level(), id, summary, command, evidence)
+}
+
+// addAt records a finding at the severity a threshold gave it.
+func (ev *evaluation) addAt(severity Severity, id, summary, command string, evidence map[string]any) {
+	ev.out = append(ev.out, Finding{ID: id, Severity: severity, Health: WordOf(id), Stream: ev.s.Stream, Consumer: ev.s.Consumer,
 		Summary: summary, Evidence: evidence, Command: command})
 }
 
@@ -326,6 +297,138 @@ func (ev *evaluation) stalled() {
 			"ack_floor_stream_seq": ci.AckFloor.Stream, "delivered_stream_seq": ci.Delivered.Stream, "ack_wait_seconds": ci.Config.AckWait.Seconds()})
 }
 
+// floorReadAfter: an ack floor that has stood still for less than this
+// with messages pending acknowledgement is not read further (the first
+// pending message's arrival); the figure is then the time since the last
+// ack, which can only be larger, by less than this.
+const floorReadAfter = time.Second
+
+// ackFloorAge sets s.AckFloorAgeSeconds: how long the ack floor has
+// stood still while work waits. The floor last moved with the last ack
+// (the last delivery for an ack policy none consumer, the creation when
+// there was none), but it had nothing to move for before the oldest
+// pending message arrived: that of the oldest unprocessed message (the
+// lag) when nothing awaits an ack, else the first message after the
+// floor, read (one get, kept in the LagCache while the floor stands).
+// A read that fails leaves the figure unknown (nil) and says why.
+func (ev *evaluation) ackFloorAge(ctx context.Context) error {
+	s, ci := ev.s, ev.ci
+	s.AckFloorAgeSeconds = nil
+	if ci.NumPending == 0 && ci.NumAckPending == 0 {
+		zero := 0.0
+		s.AckFloorAgeSeconds = &zero
+		return nil
+	}
+	var moved time.Time
+	switch {
+	case ci.Config.AckPolicy == jetstream.AckNonePolicy && ci.Delivered.Last != nil:
+		moved = *ci.Delivered.Last
+	case ci.AckFloor.Last != nil:
+		moved = *ci.AckFloor.Last
+	case !ci.Created.IsZero():
+		moved = ci.Created
+	default:
+		return nil
+	}
+	if ci.NumAckPending == 0 {
+		// The floor is the delivered cursor: work waits since the oldest
+		// unprocessed message arrived. Its age unknown (read_errors says
+		// why), so is the floor's: no stall is called on a guess.
+		lag, ok := s.Lag()
+		if !ok {
+			return nil
+		}
+		moved = later2(moved, s.Time.Add(-lag))
+	} else if ev.api != nil && s.Time.Sub(moved) >= floorReadAfter {
+		arrived, ok, err := ev.firstPendingArrival(ctx)
+		if err != nil {
+			if natsconn.Interrupted(ctx) {
+				return ctx.Err()
+			}
+			s.ReadErrors = append(s.ReadErrors, "ack floor: "+readError(ctx, err))
+			return nil
+		}
+		if ok {
+			moved = later2(moved, arrived)
+		}
+	}
+	age := max(0, s.Time.Sub(moved).Seconds())
+	s.AckFloorAgeSeconds = &age
+	return nil
+}
+
+// firstPendingArrival reads when the first message after the ack floor
+// (matching the filters, delivered and not acknowledged) was stored;
+// false when it is gone.
+func (ev *evaluation) firstPendingArrival(ctx context.Context) (time.Time, bool, error) {
+	s, ci := ev.s, ev.ci
+	key := s.Key() + " floor"
+	filters := strings.Join(s.FilterSubjects, " ")
+	if e, ok := ev.cache.lookup(key, ci.AckFloor.Stream, filters); ok {
+		return e.at, e.seq > 0, nil
+	}
+	m, err := firstMatching(ctx, ev.api, s.Stream, ev.filters, ci.AckFloor.Stream+1)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if m == nil || m.Seq > ci.Delivered.Stream {
+		ev.cache.store(key, ci.AckFloor.Stream, filters, 0, time.Time{})
+		return time.Time{}, false, nil
+	}
+	ev.cache.store(key, ci.AckFloor.Stream, filters, m.Seq, m.Time)
+	return m.Time, true, nil
+}
+
+func later2(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// ackFloorFrozen: work is pending, the consumer is not paused, and the
+// ack floor has not moved for the stall thresholds (AckFloorAgeSeconds):
+// a warning from stall-warning, critical from stall-critical. Whatever
+// holds the floor (a hung worker, a lost ack, a bug that never acks),
+// every other signal can read fine meanwhile. A consumer with nothing
+// pending is never stalled, however long it has been idle.
+func (ev *evaluation) ackFloorFrozen() {
+	s, ci := ev.s, ev.ci
+	if ci.Paused || (ci.NumPending == 0 && ci.NumAckPending == 0) || s.AckFloorAgeSeconds == nil {
+		return
+	}
+	age := time.Duration(*s.AckFloorAgeSeconds * float64(time.Second))
+	if age < ev.t.Stall {
+		return
+	}
+	severity := SeverityWarning
+	if age >= ev.t.StallCritical {
+		severity = SeverityCritical
+	}
+	var lastAck any
+	note := "nothing ever acknowledged"
+	last := ci.AckFloor.Last
+	if ci.Config.AckPolicy == jetstream.AckNonePolicy {
+		// Its floor follows its deliveries.
+		last, note = ci.Delivered.Last, "nothing ever delivered"
+	}
+	if last != nil {
+		lastAck = last.UTC().Format(time.RFC3339)
+		note = "last ack at " + lastAck.(string)
+		if ci.Config.AckPolicy == jetstream.AckNonePolicy {
+			note = "ack policy none, last delivery at " + lastAck.(string)
+		}
+	}
+	since := s.Time.Add(-age).UTC().Format(time.RFC3339)
+	ev.addAt(severity, FindingAckFloorFrozen,
+		fmt.Sprintf("the ack floor (seq %d) has not moved for %s (since %s) while work waits: %d unprocessed, %d awaiting an ack; %s",
+			ci.AckFloor.Stream, ShortDuration(age), since, ci.NumPending, ci.NumAckPending, note),
+		fmt.Sprintf("jetctl consumer explain %s %s", s.Stream, s.Consumer),
+		map[string]any{"ack_floor_age_seconds": *s.AckFloorAgeSeconds, "last_ack": lastAck, "ack_floor_stream_seq": ci.AckFloor.Stream,
+			"unprocessed": ci.NumPending, "ack_pending": ci.NumAckPending,
+			"stall_warning_seconds": ev.t.Stall.Seconds(), "stall_critical_seconds": ev.t.StallCritical.Seconds()})
+}
+
 // pushNoSubscriber: a push consumer nobody subscribes to while messages
 // wait (with nothing pending it is idle).
 func (ev *evaluation) pushNoSubscriber() {
@@ -362,18 +465,26 @@ func (ev *evaluation) noWorker() {
 		fmt.Sprintf("jetctl consumer wait %s %s --caught-up --wait 10m", ev.s.Stream, ev.s.Consumer), evidence)
 }
 
-// behind: the oldest unprocessed message is at least the threshold old.
-// An age that could not be read is no finding (s.ReadErrors says why).
+// behind: the oldest unprocessed message is at least the threshold old;
+// critical from lag-critical, when set. An age that could not be read is
+// no finding (s.ReadErrors says why).
 func (ev *evaluation) behind() {
 	lag, ok := ev.s.Lag()
 	if ev.s.Unprocessed == 0 || !ok || lag < ev.t.Behind {
 		return
 	}
-	ev.add(FindingBehind,
+	evidence := map[string]any{"lag_seconds": lag.Seconds(), "oldest_unprocessed_seq": ev.s.OldestUnprocessedSeq,
+		"unprocessed": ev.s.Unprocessed, "behind_after_seconds": ev.t.Behind.Seconds()}
+	severity := WordOf(FindingBehind).Level()
+	if c := ev.t.BehindCritical; c > 0 {
+		evidence["behind_critical_seconds"] = c.Seconds()
+		if lag >= c {
+			severity = SeverityCritical
+		}
+	}
+	ev.addAt(severity, FindingBehind,
 		fmt.Sprintf("behind: the oldest unprocessed message (seq %d) is %s old; %d messages wait", ev.s.OldestUnprocessedSeq, ShortDuration(lag), ev.s.Unprocessed),
-		fmt.Sprintf("jetctl consumer watch %s --count 5", ev.s.Stream),
-		map[string]any{"lag_seconds": lag.Seconds(), "oldest_unprocessed_seq": ev.s.OldestUnprocessedSeq,
-			"unprocessed": ev.s.Unprocessed, "behind_after_seconds": ev.t.Behind.Seconds()})
+		fmt.Sprintf("jetctl consumer watch %s --count 5", ev.s.Stream), evidence)
 }
 
 // deadLetters: dead letters of this consumer wait, in the capture (not yet
@@ -390,9 +501,17 @@ func (ev *evaluation) deadLetters() {
 		cmd = fmt.Sprintf("jetctl dlq sweep --stream %s", ev.s.Stream)
 		where = fmt.Sprintf("%d not yet swept, %d in the DLQ", w.unswept, w.inDLQ)
 	}
-	ev.add(FindingDeadLetters,
+	evidence := map[string]any{"dead_letters": *d, "unswept": w.unswept, "in_dlq": w.inDLQ, "dlq_stream": w.dlq, "in_dlq_exact": w.exact}
+	severity := WordOf(FindingDeadLetters).Level()
+	if c := ev.t.DeadLettersCritical; c > 0 {
+		evidence["dead_letters_critical"] = c
+		if *d >= c {
+			severity = SeverityCritical
+		}
+	}
+	ev.addAt(severity, FindingDeadLetters,
 		fmt.Sprintf("%s wait (%s): messages this consumer gave up on", english.Plural(int(*d), "dead letter", "dead letters"), where),
-		cmd, map[string]any{"dead_letters": *d, "unswept": w.unswept, "in_dlq": w.inDLQ, "dlq_stream": w.dlq, "in_dlq_exact": w.exact})
+		cmd, evidence)
 }
 
 // redeliveriesSinceFloor is a lower bound of the redeliveries since the

@@ -90,26 +90,37 @@ type lagEntry struct {
 }
 
 func (c *LagCache) get(s *State) (lagEntry, bool) {
+	return c.lookup(s.Key(), s.DeliveredStreamSeq, strings.Join(s.FilterSubjects, " "))
+}
+
+func (c *LagCache) put(s *State, seq uint64, at time.Time) {
+	c.store(s.Key(), s.DeliveredStreamSeq, strings.Join(s.FilterSubjects, " "), seq, at)
+}
+
+// lookup returns what the last call found under key for the cursor (a
+// stream sequence: the delivered cursor, the ack floor) and filters.
+func (c *LagCache) lookup(key string, cursor uint64, filters string) (lagEntry, bool) {
 	if c == nil {
 		return lagEntry{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.prev[s.Key()]
-	if !ok || e.delivered != s.DeliveredStreamSeq || e.filters != strings.Join(s.FilterSubjects, " ") {
+	e, ok := c.prev[key]
+	if !ok || e.delivered != cursor || e.filters != filters {
 		return lagEntry{}, false
 	}
-	c.keep(s.Key(), e)
+	c.keep(key, e)
 	return e, true
 }
 
-func (c *LagCache) put(s *State, seq uint64, at time.Time) {
+// store records the message found (seq 0: none) after cursor.
+func (c *LagCache) store(key string, cursor uint64, filters string, seq uint64, at time.Time) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.keep(s.Key(), lagEntry{delivered: s.DeliveredStreamSeq, filters: strings.Join(s.FilterSubjects, " "), seq: seq, at: at})
+	c.keep(key, lagEntry{delivered: cursor, filters: filters, seq: seq, at: at})
 }
 
 func (c *LagCache) keep(key string, e lagEntry) {
@@ -258,7 +269,8 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 // Sort orders states in place: SortName by stream and consumer; SortLag
 // worst first (unknown lag first among those with unprocessed messages,
 // then by lag, then by unprocessed); SortPending by unprocessed, then ack
-// pending, most first; SortHealth by health severity, then name.
+// pending, most first; SortHealth by severity (State.Severity),
+// then health word, then name.
 func Sort(states []*State, by SortBy) {
 	name := func(a, b *State) bool {
 		if a.Stream != b.Stream {
@@ -293,6 +305,9 @@ func Sort(states []*State, by SortBy) {
 				return a.AckPending > b.AckPending
 			}
 		case SortHealth:
+			if ra, rb := a.Severity.rank(), b.Severity.rank(); ra != rb {
+				return ra < rb
+			}
 			if sa, sb := a.Health.Severity(), b.Health.Severity(); sa != sb {
 				return sa < sb
 			}

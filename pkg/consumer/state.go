@@ -8,6 +8,7 @@ package consumer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,16 @@ type State struct {
 	// LagSeconds is the age of that message when the state was read; 0
 	// when nothing is unprocessed, nil when it could not be read.
 	LagSeconds *float64 `json:"lag_seconds"`
+	// AckFloorAgeSeconds is how long the ack floor has stood still while
+	// work waits: since the last acknowledgement (the last delivery for
+	// an ack policy none consumer, whose floor follows its deliveries;
+	// the consumer's creation when there was none), or since the first
+	// message still pending arrived when that is later (a burst after a
+	// quiet week has not been stuck for a week). 0 when nothing is
+	// pending (unprocessed and ack pending 0): an idle consumer's floor
+	// is not stuck. nil when unknown. The stall thresholds and check
+	// read this one figure.
+	AckFloorAgeSeconds *float64 `json:"ack_floor_age_seconds"`
 	// DeadLetters counts this consumer's dead letters (MaxDeliver
 	// reached, or terminated) that wait: captured by `jetctl dlq setup`
 	// and not yet swept, or swept into the DLQ and not yet redriven or
@@ -82,6 +93,13 @@ type State struct {
 	// finding; HealthReason is that finding's summary ("" for ok).
 	Health       Health `json:"health"`
 	HealthReason string `json:"health_reason"`
+	// Severity is the most urgent finding's severity (the first
+	// finding's): critical, warning, or info when there is no finding or
+	// only notes. Commands decide from it (explain --exit-code, sorting
+	// the unhealthy first, check), not from the word: a threshold can
+	// raise a finding above its word's usual level (a lag past
+	// lag-critical), or keep it below (a young stall is a warning).
+	Severity Severity `json:"severity"`
 	// Findings are what the health model found, the most urgent first
 	// (the findings of `consumer explain`); [] when nothing.
 	Findings []Finding `json:"findings"`
@@ -95,12 +113,44 @@ type State struct {
 	// Info is the server's whole answer, for callers that need more than
 	// the fields above (nil for a consumer the server listed as missing).
 	Info *jetstream.ConsumerInfo `json:"-"`
+	// Thresholds are the thresholds the consumer was judged by: the
+	// command's, with the consumer's metadata laid over them
+	// (Thresholds.With), every default filled in. ThresholdSource says
+	// where each came from, by name (ThresholdNames): SourceFlag,
+	// SourceMetadata or SourceDefault. Set by the health model.
+	Thresholds      *Thresholds       `json:"-"`
+	ThresholdSource map[string]string `json:"-"`
 	// NoLeader is set for a consumer the cluster lists without being able
 	// to read its state (no leader answered).
 	NoLeader bool `json:"-"`
 	// dead says where the dead letters wait.
 	dead *deadWaiting
+	// thresholdNotes are the ReadErrors about the consumer's threshold
+	// metadata (a value ignored): notes, not values left unread.
+	thresholdNotes []string
 }
+
+// Unreadable are the ReadErrors about values that could not be read
+// (the lag, dead letters, a rule's reads), without the notes about
+// threshold metadata that was ignored (ThresholdNotes): what makes a
+// listing partial.
+func (s *State) Unreadable() []string {
+	out := []string{}
+	for _, e := range s.ReadErrors {
+		if !slices.Contains(s.thresholdNotes, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ThresholdNotes are the ReadErrors saying which of the consumer's
+// threshold metadata values were ignored, and why.
+func (s *State) ThresholdNotes() []string { return append([]string{}, s.thresholdNotes...) }
+
+// Healthy reports whether the consumer's severity is below warning: what
+// explain --exit-code passes.
+func (s *State) Healthy() bool { return !s.Severity.AtLeastWarning() }
 
 // deadWaiting is where a consumer's waiting dead letters are.
 type deadWaiting struct {

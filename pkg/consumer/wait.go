@@ -27,8 +27,10 @@ type WaitConfig struct {
 	// MinPoll and MaxPoll bound the polling interval, which starts at
 	// MinPoll and doubles up to MaxPoll (defaults 250ms and 1s).
 	MinPoll, MaxPoll time.Duration
-	// Thresholds of the health model for the state reported.
+	// Thresholds of the health model for the state reported, and those
+	// of them given as flags (ListConfig.Fixed).
 	Thresholds Thresholds
+	Fixed      map[string]bool
 	// Progress, if set, hears of each state read.
 	Progress func(WaitProgress)
 }
@@ -127,7 +129,7 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 		if met(cfg, s, res.TargetStreamSeq) {
 			// The state that met the condition, as consumer ls shows it:
 			// lag, dead letters, findings and health.
-			if s, err = assessOne(ctx, js, stream, info, cfg.Thresholds); err != nil {
+			if s, err = assessOne(ctx, js, stream, info, cfg.Thresholds, cfg.Fixed); err != nil {
 				return nil, err
 			}
 			res.State = s

@@ -12,10 +12,14 @@ import (
 
 // health-agree [FLAG...] -- STREAM/CONSUMER... asks every command that
 // tells a consumer's health (consumer ls, status, consumer watch, consumer
-// wait, consumer explain and explain --exit-code), with the same FLAGs
-// (thresholds), and fails unless all of them give each consumer the same
-// word and the same findings. It prints one line per consumer, "STREAM
-// CONSUMER WORD FINDING,FINDING", for the script to compare with what the
+// wait, consumer explain and explain --exit-code, and check, whose
+// --lag-warning is --behind), with the same FLAGs (thresholds), and fails
+// unless all of them give each consumer the same word, the same severity
+// and the same findings (each at the same severity), explain --exit-code
+// exits 8 exactly for a severity at warning or above, and check gives
+// each the status its severity and its checks make. It prints one line
+// per consumer, "STREAM CONSUMER WORD FINDING,FINDING", for the script to
+// compare with what the
 // documented rules give.
 func cmdHealthAgree(ts *testscript.TestScript, neg bool, args []string) {
 	sep := -1
@@ -28,22 +32,25 @@ func cmdHealthAgree(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: health-agree [FLAG...] -- STREAM/CONSUMER...")
 	}
 	flags, targets := args[:sep], args[sep+1:]
-	type verdict struct{ word, ids string }
+	type verdict struct{ word, severity, ids, severities string }
 	type row struct {
 		Stream   string `json:"stream"`
 		Consumer string `json:"consumer"`
 		Health   string `json:"health"`
+		Severity string `json:"severity"`
 		Findings []struct {
-			ID     string `json:"id"`
-			Health string `json:"health"`
+			ID       string `json:"id"`
+			Health   string `json:"health"`
+			Severity string `json:"severity"`
 		} `json:"findings"`
 	}
 	of := func(r row) verdict {
 		ids := make([]string, len(r.Findings))
+		severities := make([]string, len(r.Findings))
 		for i, f := range r.Findings {
-			ids[i] = f.ID
+			ids[i], severities[i] = f.ID, f.Severity
 		}
-		return verdict{r.Health, strings.Join(ids, ",")}
+		return verdict{r.Health, r.Severity, strings.Join(ids, ","), strings.Join(severities, ",")}
 	}
 	run := func(args ...string) string {
 		if err := ts.Exec("jetctl", append(args, flags...)...); err != nil {
@@ -105,10 +112,13 @@ func cmdHealthAgree(ts *testscript.TestScript, neg bool, args []string) {
 	answers["explain --exit-code"] = map[string]verdict{}
 	for _, t := range targets {
 		stream, consumer, _ := strings.Cut(t, "/")
-		r := row{Stream: stream, Consumer: consumer, Health: "ok"}
+		r := row{Stream: stream, Consumer: consumer, Health: "ok", Severity: "info"}
 		ts.Check(json.Unmarshal([]byte(run("consumer", "explain", stream, consumer, "-o", "json")), &r.Findings))
-		if len(r.Findings) > 0 && r.Findings[0].Health != "ok" {
-			r.Health = r.Findings[0].Health
+		if len(r.Findings) > 0 {
+			r.Severity = r.Findings[0].Severity
+			if r.Findings[0].Health != "ok" {
+				r.Health = r.Findings[0].Health
+			}
 		}
 		rows = append(rows, r)
 		// --exit-code: 8 exactly for a word at warning or above.
@@ -123,6 +133,68 @@ func cmdHealthAgree(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	collect("consumer explain", rows)
 
+	// check -o json exits with the nagios code of the worst item.
+	checkArgs := []string{"check", "-o", "json"}
+	for _, stream := range streams {
+		checkArgs = append(checkArgs, "--stream", stream)
+	}
+	for _, f := range flags {
+		if name, value, ok := strings.Cut(f, "="); ok && name == "--behind" {
+			f = "--lag-warning=" + value
+		} else if f == "--behind" {
+			f = "--lag-warning"
+		}
+		checkArgs = append(checkArgs, f)
+	}
+	if err := ts.Exec("jetctl", checkArgs...); err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() > 3 {
+			ts.Fatalf("jetctl %s: %v\n%s", strings.Join(checkArgs, " "), err, ts.ReadFile("stderr"))
+		}
+	}
+	var report struct {
+		Consumers []struct {
+			row
+			Status   string   `json:"status"`
+			Skipped  bool     `json:"skipped"`
+			Problems []string `json:"problems"`
+			Checks   []struct {
+				Name   string `json:"name"`
+				Status string `json:"status"`
+			} `json:"checks"`
+		} `json:"consumers"`
+	}
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &report))
+	rows = nil
+	rank := map[string]int{"ok": 0, "warning": 1, "unknown": 2, "critical": 3}
+	var checkStatus []string
+	for _, c := range report.Consumers {
+		rows = append(rows, c.row)
+		if c.Skipped {
+			continue
+		}
+		// The worst of the severity, the checks, and unknown for what
+		// could not be read.
+		want := map[string]string{"critical": "critical", "warning": "warning"}[c.Severity]
+		if want == "" {
+			want = "ok"
+		}
+		for _, ch := range c.Checks {
+			if ch.Name == "health" && ch.Status != want {
+				checkStatus = append(checkStatus, fmt.Sprintf("%s/%s: check's health check is %s, its severity %s", c.Stream, c.Consumer, ch.Status, c.Severity))
+			}
+			if rank[ch.Status] > rank[want] {
+				want = ch.Status
+			}
+		}
+		if len(c.Problems) > 0 && rank["unknown"] > rank[want] {
+			want = "unknown"
+		}
+		if c.Status != want {
+			checkStatus = append(checkStatus, fmt.Sprintf("%s/%s: check says %s, its severity (%s) and checks make %s", c.Stream, c.Consumer, c.Status, c.Severity, want))
+		}
+	}
+	collect("check", rows)
+
 	var out []string
 	var disagree []string
 	for _, t := range targets {
@@ -130,19 +202,27 @@ func cmdHealthAgree(ts *testscript.TestScript, neg bool, args []string) {
 		if !ok {
 			ts.Fatalf("health-agree: consumer ls does not list %s", t)
 		}
-		for _, command := range []string{"status", "consumer watch", "consumer wait", "consumer explain"} {
+		for _, command := range []string{"status", "consumer watch", "consumer wait", "consumer explain", "check"} {
 			if got := answers[command][t]; got != want {
-				disagree = append(disagree, fmt.Sprintf("%s: consumer ls says %s [%s], %s says %s [%s]", t, want.word, want.ids, command, got.word, got.ids))
+				disagree = append(disagree, fmt.Sprintf("%s: consumer ls says %s (%s) [%s] at [%s], %s says %s (%s) [%s] at [%s]", t,
+					want.word, want.severity, want.ids, want.severities, command, got.word, got.severity, got.ids, got.severities))
 			}
 		}
-		unhealthy := map[string]bool{"no-leader": true, "stalled": true, "failing": true, "poison": true,
+		// Every word but ok and idle is at warning or above; the
+		// severity decides.
+		wordUnhealthy := map[string]bool{"no-leader": true, "stalled": true, "failing": true, "poison": true,
 			"paused": true, "behind": true, "dead-letters": true, "degraded": true, "misconfigured": true}[want.word]
+		unhealthy := want.severity == "warning" || want.severity == "critical"
+		if unhealthy != wordUnhealthy {
+			disagree = append(disagree, fmt.Sprintf("%s: consumer ls says %s at %s", t, want.word, want.severity))
+		}
 		if got := answers["explain --exit-code"][t].word; got != map[bool]string{true: "unhealthy (exit 8)", false: "healthy (exit 0)"}[unhealthy] {
-			disagree = append(disagree, fmt.Sprintf("%s: consumer ls says %s, explain --exit-code says %s", t, want.word, got))
+			disagree = append(disagree, fmt.Sprintf("%s: consumer ls says %s (%s), explain --exit-code says %s", t, want.word, want.severity, got))
 		}
 		stream, consumer, _ := strings.Cut(t, "/")
 		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", stream, consumer, want.word, want.ids)))
 	}
+	disagree = append(disagree, checkStatus...)
 	if len(disagree) > 0 {
 		sort.Strings(disagree)
 		ts.Fatalf("health-agree: the commands disagree:\n%s", strings.Join(disagree, "\n"))
