@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/jetctl/jetctl/cmd/check"
 	"github.com/jetctl/jetctl/cmd/completion"
 	"github.com/jetctl/jetctl/cmd/consumer"
 	"github.com/jetctl/jetctl/cmd/demo"
@@ -74,6 +75,9 @@ else to stderr. Exit codes are the same for every command: see
 			// context carries: the one --verbose and --trace turn up.
 			cmd.SetContext(logctx.With(cmd.Context(), f.Logger()))
 			f.SetContext(cmd.Context())
+			if formats := cmd.Annotations[factory.FormatsAnnotation]; formats != "" {
+				f.ExtraFormats = strings.Split(formats, ",")
+			}
 			return f.Validate()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,7 +111,7 @@ else to stderr. Exit codes are the same for every command: see
 	add(groupJetStream, status.NewCmd(f), replay.NewCmd(f), stream.NewCmd(f))
 	add(groupJetStream, kv.NewCmd(f))
 	add(groupJetStream, dlq.NewCmd(f))
-	add(groupJetStream, consumer.NewCmd(f))
+	add(groupJetStream, consumer.NewCmd(f), check.NewCmd(f))
 	add(groupJetStream, migrate.NewCmd(f))
 	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f))
 	add(groupServer, server.NewCmd(f), demo.NewCmd(f, runInProcess))

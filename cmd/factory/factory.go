@@ -6,7 +6,9 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,6 +31,10 @@ type Factory struct {
 	Trace   bool
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
+	// ExtraFormats are the -o values the running command renders itself
+	// besides output.Formats (check's nagios and prometheus); the root
+	// sets them from the command's FormatsAnnotation.
+	ExtraFormats []string
 
 	ctx      context.Context
 	logger   *slog.Logger
@@ -145,6 +151,15 @@ func (f *Factory) JetStream(ctx context.Context) (jetstream.JetStream, error) {
 	return js, nil
 }
 
+// DropClosedConnection forgets a connection that nats.go has closed for
+// good (it gave up reconnecting), so that the next use connects afresh:
+// for commands that run for days (check --listen).
+func (f *Factory) DropClosedConnection() {
+	if f.nc != nil && f.nc.IsClosed() {
+		f.nc, f.js = nil, nil
+	}
+}
+
 // SetContext records the running command's context (cancelled by SIGINT
 // and SIGTERM); the root command sets it before any command runs.
 func (f *Factory) SetContext(ctx context.Context) { f.ctx = ctx }
@@ -177,8 +192,12 @@ func (f *Factory) Validate() error {
 			return err
 		}
 	}
-	if f.Output.Format != "" {
+	if f.Output.Format != "" && !slices.Contains(f.ExtraFormats, f.Output.Format) {
 		if _, err := output.NewPrinter(output.Options{Format: f.Output.Format}, nil, false, ""); err != nil {
+			if len(f.ExtraFormats) > 0 {
+				return exitcode.UsageErrorf("invalid output format %q: use one of %s", f.Output.Format,
+					strings.Join(append(slices.Clone(output.Formats), f.ExtraFormats...), ", "))
+			}
 			return err
 		}
 	}
@@ -187,6 +206,10 @@ func (f *Factory) Validate() error {
 	}
 	return nil
 }
+
+// FormatsAnnotation is the cobra annotation with which a command names the
+// -o values it renders itself, comma separated (see ExtraFormats).
+const FormatsAnnotation = "jetctl-formats"
 
 // OnClose registers cleanup to run when the command ends.
 func (f *Factory) OnClose(fn func()) { f.closers = append(f.closers, fn) }

@@ -337,8 +337,9 @@ func (s *scope) listConfig(only []string) consumer.ListConfig {
 }
 
 // settle reads again, until the election wait ends, the streams without a
-// leader and the streams with consumers without one: an election takes a
-// moment, and a check run during one must not call it critical.
+// leader, with consumers without one, or with replicas catching up: an
+// election takes a moment, and a check run during one must not call it
+// critical (nor a replica that is catching up degraded).
 func (s *scope) settle(ctx context.Context) error {
 	log := logctx.From(ctx)
 	for {
@@ -379,22 +380,39 @@ func (s *scope) settle(ctx context.Context) error {
 	}
 }
 
-// waitingForLeaders names the streams without a leader or with a
-// consumer without one.
+// waitingForLeaders names the streams still settling after an election:
+// without a leader, with a consumer without one, or with a replica (of
+// the stream or a consumer) that is up but not yet current, as replicas
+// are for a moment after a leader changes. An offline replica is no
+// election: it is not waited for.
 func (s *scope) waitingForLeaders() []string {
 	var names []string
 	for name, sr := range s.streams {
-		if sr.leaderless() {
+		if sr.leaderless() || sr.info != nil && catchingUp(sr.info.Cluster) {
 			names = append(names, name)
 		}
 	}
 	for _, st := range s.states {
-		if st.NoLeader && !slices.Contains(names, st.Stream) {
+		settling := st.NoLeader || st.Info != nil && catchingUp(st.Info.Cluster)
+		if settling && !slices.Contains(names, st.Stream) {
 			names = append(names, st.Stream)
 		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+// catchingUp reports whether a replica is up but not current.
+func catchingUp(cl *jetstream.ClusterInfo) bool {
+	if cl == nil || cl.Leader == "" {
+		return false
+	}
+	for _, r := range cl.Replicas {
+		if !r.Current && !r.Offline {
+			return true
+		}
+	}
+	return false
 }
 
 // selectConsumers keeps the consumers named, each of which must exist,

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/jsm.go/monitor"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
@@ -44,18 +45,20 @@ type MonitorSetting struct {
 	Check string
 	// Usage is the flag's help.
 	Usage string
+	// Type names the value in --help: int, duration or bool.
+	Type string
 }
 
 // ConsumerSettings are natscli's consumer thresholds, in the order their
 // checks are reported.
 var ConsumerSettings = []MonitorSetting{
-	{monitor.ConsumerMonitorMetaOutstandingAckCritical, "outstanding-ack-critical", "outstanding-ack", "natscli: critical from this many messages awaiting an ack"},
-	{monitor.ConsumerMonitorMetaWaitingCritical, "waiting-critical", "waiting", "natscli: critical from this many waiting pulls"},
-	{monitor.ConsumerMonitorMetaUnprocessedCritical, "unprocessed-critical", "unprocessed", "natscli: critical from this many unprocessed messages"},
-	{monitor.ConsumerMonitorMetaLastDeliveredCritical, "last-delivery-critical", "last-delivery", "natscli: critical when nothing was delivered for this long (also when idle: prefer --stall-critical)"},
-	{monitor.ConsumerMonitorMetaLastAckCritical, "last-ack-critical", "last-ack", "natscli: critical when nothing was acknowledged for this long (also when idle: prefer --stall-critical)"},
-	{monitor.ConsumerMonitorMetaRedeliveryCritical, "redelivery-critical", "redelivery", "natscli: critical from this many redelivered messages"},
-	{monitor.ConsumerMonitorMetaPinned, "pinned", "pinned", "natscli: critical unless every priority group has a pinned client"},
+	{monitor.ConsumerMonitorMetaOutstandingAckCritical, "outstanding-ack-critical", "outstanding-ack", "natscli: critical from this many messages awaiting an ack", "int"},
+	{monitor.ConsumerMonitorMetaWaitingCritical, "waiting-critical", "waiting", "natscli: critical from this many waiting pulls", "int"},
+	{monitor.ConsumerMonitorMetaUnprocessedCritical, "unprocessed-critical", "unprocessed", "natscli: critical from this many unprocessed messages", "int"},
+	{monitor.ConsumerMonitorMetaLastDeliveredCritical, "last-delivery-critical", "last-delivery", "natscli: critical when nothing was delivered for this long (also when idle: prefer --stall-critical)", "duration"},
+	{monitor.ConsumerMonitorMetaLastAckCritical, "last-ack-critical", "last-ack", "natscli: critical when nothing was acknowledged for this long (also when idle: prefer --stall-critical)", "duration"},
+	{monitor.ConsumerMonitorMetaRedeliveryCritical, "redelivery-critical", "redelivery", "natscli: critical from this many redelivered messages", "int"},
+	{monitor.ConsumerMonitorMetaPinned, "pinned", "pinned", "natscli: critical unless every priority group has a pinned client", "bool"},
 }
 
 // StreamSettings are natscli's stream thresholds, in the order their
@@ -63,17 +66,17 @@ var ConsumerSettings = []MonitorSetting{
 // FEWER messages than these), and so are subjects-warn and
 // subjects-critical.
 var StreamSettings = []MonitorSetting{
-	{monitor.StreamMonitorMetaMessagesWarn, "msgs-warn", "msgs", "natscli: warning when the stream holds this many messages or fewer"},
-	{monitor.StreamMonitorMetaMessagesCritical, "msgs-critical", "msgs", "natscli: critical when the stream holds this many messages or fewer"},
-	{monitor.StreamMonitorMetaSubjectsWarn, "subjects-warn", "subjects", "natscli: warning level of the number of subjects (below critical: from it up; above: from it down)"},
-	{monitor.StreamMonitorMetaSubjectsCritical, "subjects-critical", "subjects", "natscli: critical level of the number of subjects"},
-	{monitor.StreamMonitorMetaLagCritical, "source-lag-critical", "source-lag", "natscli's stream --lag-critical: critical when a mirror or source is this many messages behind (also: the stream is neither)"},
-	{monitor.StreamMonitorMetaSeenCritical, "seen-critical", "source-seen", "natscli: critical when a mirror or source was last seen this long ago (also: the stream is neither)"},
-	{monitor.StreamMonitorMetaMinSources, "min-sources", "min-sources", "natscli: critical with fewer sources"},
-	{monitor.StreamMonitorMetaMaxSources, "max-sources", "max-sources", "natscli: critical with more sources"},
-	{monitor.StreamMonitorMetaPeerExpect, "peer-expect", "peer-expect", "natscli: critical unless the stream has this many peers, a leader and no replica offline"},
-	{monitor.StreamMonitorMetaPeerLagCritical, "peer-lag-critical", "peer-lag", "natscli: critical when a replica is more than this many operations behind"},
-	{monitor.StreamMonitorMetaPeerSeenCritical, "peer-seen-critical", "peer-seen", "natscli: critical when a replica was last seen longer ago than this"},
+	{monitor.StreamMonitorMetaMessagesWarn, "msgs-warn", "msgs", "natscli: warning when the stream holds this many messages or fewer", "int"},
+	{monitor.StreamMonitorMetaMessagesCritical, "msgs-critical", "msgs", "natscli: critical when the stream holds this many messages or fewer", "int"},
+	{monitor.StreamMonitorMetaSubjectsWarn, "subjects-warn", "subjects", "natscli: warning level of the number of subjects (below critical: from it up; above: from it down)", "int"},
+	{monitor.StreamMonitorMetaSubjectsCritical, "subjects-critical", "subjects", "natscli: critical level of the number of subjects", "int"},
+	{monitor.StreamMonitorMetaLagCritical, "source-lag-critical", "source-lag", "natscli's stream --lag-critical: critical when a mirror or source is this many messages behind (also: the stream is neither)", "int"},
+	{monitor.StreamMonitorMetaSeenCritical, "seen-critical", "source-seen", "natscli: critical when a mirror or source was last seen this long ago (also: the stream is neither)", "duration"},
+	{monitor.StreamMonitorMetaMinSources, "min-sources", "min-sources", "natscli: critical with fewer sources", "int"},
+	{monitor.StreamMonitorMetaMaxSources, "max-sources", "max-sources", "natscli: critical with more sources", "int"},
+	{monitor.StreamMonitorMetaPeerExpect, "peer-expect", "peer-expect", "natscli: critical unless the stream has this many peers, a leader and no replica offline", "int"},
+	{monitor.StreamMonitorMetaPeerLagCritical, "peer-lag-critical", "peer-lag", "natscli: critical when a replica is more than this many operations behind", "int"},
+	{monitor.StreamMonitorMetaPeerSeenCritical, "peer-seen-critical", "peer-seen", "natscli: critical when a replica was last seen longer ago than this", "duration"},
 }
 
 // ValidateMonitor parses natscli settings given as flags (key → value as
@@ -124,11 +127,11 @@ func effectiveMonitor(settings []MonitorSetting, meta, flags map[string]string) 
 	return e
 }
 
-// Where a threshold came from.
+// Where a threshold came from: the health model's words.
 const (
-	SourceFlag     = "flag"
-	SourceMetadata = "metadata"
-	SourceDefault  = "default"
+	SourceFlag     = consumer.SourceFlag
+	SourceMetadata = consumer.SourceMetadata
+	SourceDefault  = consumer.SourceDefault
 )
 
 // enabled reads io.nats.monitor.enabled: false skips the item. A value

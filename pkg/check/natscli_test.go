@@ -224,3 +224,23 @@ func TestLeaderless(t *testing.T) {
 		}
 	}
 }
+
+func TestCatchingUp(t *testing.T) {
+	for _, c := range []struct {
+		cl   *jetstream.ClusterInfo
+		want bool
+	}{
+		{nil, false},
+		{&jetstream.ClusterInfo{Leader: "n1", Replicas: []*jetstream.PeerInfo{{Name: "n2", Current: true}}}, false},
+		// Right after an election: up, not yet current.
+		{&jetstream.ClusterInfo{Leader: "n1", Replicas: []*jetstream.PeerInfo{{Name: "n2", Current: false}}}, true},
+		// A server down is no election: nothing to wait for.
+		{&jetstream.ClusterInfo{Leader: "n1", Replicas: []*jetstream.PeerInfo{{Name: "n2", Offline: true}}}, false},
+		// No leader: leaderless, not catching up.
+		{&jetstream.ClusterInfo{Replicas: []*jetstream.PeerInfo{{Name: "n2"}}}, false},
+	} {
+		if got := catchingUp(c.cl); got != c.want {
+			t.Errorf("%+v: catchingUp %v, want %v", c.cl, got, c.want)
+		}
+	}
+}

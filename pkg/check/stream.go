@@ -59,7 +59,10 @@ func judgeStream(sr *streamRead, cfg Config) *StreamResult {
 	if si != nil && !sr.offline {
 		r.Messages, r.Bytes = si.State.Msgs, si.State.Bytes
 		r.MaxMessages, r.MaxBytes = si.Config.MaxMsgs, si.Config.MaxBytes
-		r.Discard = strings.ToLower(si.Config.Discard.String())
+		r.Discard = "old"
+		if si.Config.Discard == jetstream.DiscardNew {
+			r.Discard = "new"
+		}
 		r.Consumers = si.State.Consumers
 		r.Replicas = max(si.Config.Replicas, 1)
 		if si.Mirror != nil {

@@ -1,16 +1,21 @@
 package consumer
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
 	"github.com/jetctl/jetctl/pkg/errkind"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 func TestValidate(t *testing.T) {
@@ -236,7 +241,7 @@ func TestAckFloorFrozen(t *testing.T) {
 			case c.age == nil && s.AckFloorAgeSeconds != nil:
 				t.Errorf("ack_floor_age_seconds %v, want null", *s.AckFloorAgeSeconds)
 			case c.age != nil && (s.AckFloorAgeSeconds == nil || *s.AckFloorAgeSeconds != *c.age):
-				t.Errorf("ack_floor_age_seconds %v, want %v", s.AckFloorAgeSeconds, *c.age)
+				t.Errorf("ack_floor_age_seconds %s, want %v", ageText(s.AckFloorAgeSeconds), *c.age)
 			}
 		})
 	}
@@ -402,4 +407,105 @@ func TestMetadataThresholds(t *testing.T) {
 	if got := ids(s); got != nil || s.Health != HealthOK {
 		t.Errorf("bad metadata: findings %v, health %s", got, s.Health)
 	}
+}
+
+// With messages awaiting an ack, the floor had nothing to move for before
+// the first of them arrived: evaluate reads it (one get), and a watch
+// does not read it again while the floor stands still. The consumer here
+// is a day old and never acknowledged anything, seen ten minutes after
+// its messages arrived: stalled for ten minutes (a warning), not a day.
+func TestAckFloorAgeReadsTheFirstPendingMessage(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := js.Publish(ctx, "orders.created", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Taken, never acknowledged.
+	batch, err := cons.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for range batch.Messages() {
+		taken++
+	}
+	if taken != 3 {
+		t.Fatalf("fetched %d messages, want 3", taken)
+	}
+
+	nc, err := nats.Connect(js.Conn().ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	gets, err := nc.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	settled := func() int {
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := gets.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	cache := &LagCache{}
+	assessed := func() *State {
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci.NumAckPending != 3 || ci.AckFloor.Last != nil {
+			t.Fatalf("ack pending %d, last ack %v: want 3 and none", ci.NumAckPending, ci.AckFloor.Last)
+		}
+		ci.Created = ci.Created.Add(-24 * time.Hour)
+		ci.TimeStamp = ci.TimeStamp.Add(10 * time.Minute)
+		s := FromInfo(ci)
+		if err := evaluate(ctx, &evaluation{s: s, api: jsapi.New(js), cache: cache}); err != nil {
+			t.Fatal(err)
+		}
+		cache.rotate()
+		return s
+	}
+	s := assessed()
+	if s.AckFloorAgeSeconds == nil || *s.AckFloorAgeSeconds < 600 || *s.AckFloorAgeSeconds > 3600 {
+		t.Fatalf("ack_floor_age_seconds %s, want ten minutes and a little (not a day)", ageText(s.AckFloorAgeSeconds))
+	}
+	if got := ids(s); !slices.Equal(got, []string{"ack-floor-frozen/warning"}) {
+		t.Errorf("findings %v, want a warning", got)
+	}
+	if n := settled(); n != 1 {
+		t.Errorf("%d gets, want 1", n)
+	}
+	again := assessed()
+	if n := settled(); n != 1 {
+		t.Errorf("the floor unmoved, read again: %d gets in all, want still 1", n)
+	}
+	if *again.AckFloorAgeSeconds < *s.AckFloorAgeSeconds {
+		t.Errorf("the second age %v is below the first %v", *again.AckFloorAgeSeconds, *s.AckFloorAgeSeconds)
+	}
+}
+
+func ageText(age *float64) string {
+	if age == nil {
+		return "null"
+	}
+	return fmt.Sprint(*age)
 }

@@ -23,13 +23,20 @@ const (
 	flowControlHeartbeat   = time.Second
 )
 
+// thresholdKeyPrefix prefixes a consumer's own health thresholds
+// (pkg/consumer's MetaThresholdPrefix): the user's settings, under
+// jetctl's prefix but not its bookkeeping.
+const thresholdKeyPrefix = "io.jetctl.check."
+
 // cleanMetadata drops what the server adds (_nats.*) and jetctl's own
 // bookkeeping keys (io.jetctl.*, and the state a migration in progress
-// keeps on its streams), so that neither shows up as a difference.
+// keeps on its streams), so that neither shows up as a difference. The
+// health thresholds (io.jetctl.check.*) stay: they are declared.
 func cleanMetadata(m map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range m {
-		if strings.HasPrefix(k, "_nats.") || strings.HasPrefix(k, "io.jetctl.") || k == migrateStateKey {
+		bookkeeping := strings.HasPrefix(k, "io.jetctl.") && !strings.HasPrefix(k, thresholdKeyPrefix)
+		if strings.HasPrefix(k, "_nats.") || bookkeeping || k == migrateStateKey {
 			continue
 		}
 		if out == nil {

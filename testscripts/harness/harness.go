@@ -46,6 +46,7 @@ func Setup(nodes int) func(*testscript.Env) error {
 		env.Values[clusterKey{}] = c
 		env.Values[bgKey{}] = &bgHolder{}
 		env.Values[pubLoopsKey{}] = &pubLoops{loops: map[string]*pubLoop{}}
+		env.Values[exporterKey{}] = &exporterHolder{}
 		home := filepath.Join(env.WorkDir, "home")
 		if err := os.MkdirAll(home, 0o755); err != nil {
 			return err
@@ -96,6 +97,10 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"pub-loop":        cmdPubLoop,
 		"domain-pair":     cmdDomainPair,
 		"health-agree":    cmdHealthAgree,
+		"exporter":        cmdExporter,
+		"http-get":        cmdHTTPGet,
+		"prom":            cmdProm,
+		"scrape-until":    cmdScrapeUntil,
 	}
 }
 
