@@ -137,7 +137,7 @@ for ((i = 0; i < RUNS; i++)); do
 		json) n=$(grep -c '^      "consumer": ' "$OUT/last.out" || true) ;; # the consumers' own key, not their findings
 		table) n=$(grep -c '^[A-Z]* *S[0-9]* *c[0-9]' "$OUT/last.out" || true) ;;
 		prometheus) n=$(grep -c '^jetctl_consumer_status{' "$OUT/last.out" || true) ;;
-		nagios) n=$(sed -n 's/.*(\([0-9]*\) streams, \([0-9]*\) consumers).*/\2/p' "$OUT/last.out" | head -n 1) ;;
+		nagios) n=$(sed -n '1s/.*([0-9,]* streams\{0,1\}, \([0-9,]*\) consumers\{0,1\}).*/\1/p' "$OUT/last.out" | tr -d ,) ;;
 		esac
 		[[ $n == "$TOTAL" ]] || die "jetctl check -o $f reported $n consumers, want $TOTAL"
 	done
