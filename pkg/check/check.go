@@ -253,16 +253,25 @@ const errStreamOffline jetstream.ErrorCode = 10118
 func (s *scope) read(ctx context.Context) error {
 	s.streams = map[string]*streamRead{}
 	if len(s.cfg.Streams) == 0 {
+		var missing []string
 		err := s.transient(ctx, func(ctx context.Context) error {
-			s.listed = nil
-			lister := s.js.ListStreams(ctx)
-			for si := range lister.Info() {
-				s.listed = append(s.listed, si)
-			}
-			return lister.Err()
+			var err error
+			s.listed, missing, err = listStreams(ctx, s.js)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("listing streams: %w", err)
+		}
+		for _, name := range missing {
+			sr, err := s.readStream(ctx, name)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				// Deleted meanwhile.
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			s.listed = append(s.listed, sr.info)
 		}
 		for _, si := range s.listed {
 			if s.cfg.All || !consumer.Hidden(&si.Config) {
@@ -283,6 +292,40 @@ func (s *scope) read(ctx context.Context) error {
 		s.states = states
 		return err
 	})
+}
+
+// listStreams lists every stream's info, and names the streams the list
+// left out. On a cluster the meta leader asks each stream's leader for
+// its info and leaves out those that do not answer within 4 s, as a
+// stream electing a leader does not: the list then lacks that stream,
+// and the next page, offset by the streams returned, repeats one. The
+// names come from the meta leader's own assignments, complete with or
+// without leaders: a stream named there and not listed is read on its
+// own, and a stream listed twice is kept once.
+func listStreams(ctx context.Context, js jetstream.JetStream) ([]*jetstream.StreamInfo, []string, error) {
+	var listed []*jetstream.StreamInfo
+	seen := map[string]bool{}
+	lister := js.ListStreams(ctx)
+	for si := range lister.Info() {
+		if !seen[si.Config.Name] {
+			seen[si.Config.Name] = true
+			listed = append(listed, si)
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return nil, nil, err
+	}
+	var missing []string
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		if !seen[name] {
+			missing = append(missing, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, nil, err
+	}
+	return listed, missing, nil
 }
 
 // transient runs fn again while it fails as a server does during an
