@@ -263,13 +263,15 @@ func startProfiles(ios *factory.IOStreams) func() {
 func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*os.File) (err error) {
 	// A permission violation anywhere stops the command at once, and is
 	// what it reports (exit 1), whatever the command made of the
-	// cancellation.
+	// cancellation; unless the command reported the refusal itself with
+	// a code of its own (check: UNKNOWN, 3).
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
 	ctx = natsconn.WithAbort(ctx, abort)
 	defer func() {
-		var perr *natsconn.PermissionError
-		if errors.As(context.Cause(ctx), &perr) {
+		var perr, reported *natsconn.PermissionError
+		var coded *exitcode.Error
+		if errors.As(context.Cause(ctx), &perr) && !(errors.As(err, &coded) && errors.As(err, &reported)) {
 			err = perr
 		}
 	}()

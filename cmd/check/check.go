@@ -19,6 +19,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/check"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/natsconn"
 )
 
 // Formats are the -o values check renders: the usual ones and its own.
@@ -229,7 +230,7 @@ func outputFormat(f *factory.Factory) (string, error) {
 func runOnce(ctx context.Context, f *factory.Factory, cfg check.Config, format string) error {
 	report, err := evaluate(ctx, f, cfg)
 	if err != nil {
-		err = unknown(err)
+		err = unknown(ctx, err)
 		if format == "nagios" && exitcode.Of(err) == int(check.Unknown) {
 			fmt.Fprintf(f.IO.Out, "JETCTL CHECK UNKNOWN: %s\n", nagiosText(exitcode.Message(err)))
 		}
@@ -256,8 +257,14 @@ func evaluate(ctx context.Context, f *factory.Factory, cfg check.Config) (*check
 
 // unknown maps an error to check's exit codes: usage (2), not found (3)
 // and an interruption (130) keep theirs; anything else (the server or
-// the network) is UNKNOWN, 3, as nagios expects.
-func unknown(err error) error {
+// the network, a permission the user lacks) is UNKNOWN, 3, as nagios
+// expects.
+func unknown(ctx context.Context, err error) error {
+	var perr *natsconn.PermissionError
+	if errors.As(context.Cause(ctx), &perr) {
+		// The refusal that stopped the check, not the cancellation.
+		return exitcode.New(int(check.Unknown), perr)
+	}
 	switch code := exitcode.Of(err); code {
 	case exitcode.Usage, exitcode.NotFound, exitcode.Interrupted:
 		return err

@@ -36,9 +36,15 @@ func listen(ctx context.Context, f *factory.Factory, o *options, cfg check.Confi
 		return exitcode.New(int(check.Unknown), fmt.Errorf("--listen %s: %w", o.listen, err))
 	}
 	latest := ev.now
+	loopDone := make(chan struct{})
 	if o.interval > 0 {
 		latest = ev.cached
-		go ev.every(ctx, o.interval)
+		go func() {
+			defer close(loopDone)
+			ev.every(ctx, o.interval)
+		}()
+	} else {
+		close(loopDone)
 	}
 	c := &collector{evaluation: latest}
 	mux := http.NewServeMux()
@@ -72,6 +78,9 @@ func listen(ctx context.Context, f *factory.Factory, o *options, cfg check.Confi
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
+	// The connection closes when the command returns: no evaluation may
+	// still be using it.
+	<-loopDone
 	fmt.Fprintln(f.IO.ErrOut, "jetctl: stopped serving")
 	return err
 }

@@ -39,10 +39,11 @@ func (e *exporterProc) log() string {
 // ARGS...` in the background, waits (30 s at most) for the address it
 // prints on stderr and sets $EXPORTER to it (host:port). exporter stop
 // INT|TERM sends the signal and asserts that it stops cleanly, exit 0,
-// within 30 s; its stderr is then the script's stderr.
+// within 30 s; its stderr is then the script's stderr. exporter wait
+// CODE waits (30 s at most) for it to stop by itself, with CODE.
 func cmdExporter(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: exporter start [ARGS...] | exporter stop INT|TERM")
+		ts.Fatalf("usage: exporter start [ARGS...] | exporter stop INT|TERM | exporter wait CODE")
 	}
 	holder := ts.Value(exporterKey{}).(*exporterHolder)
 	switch args[0] {
@@ -51,7 +52,8 @@ func cmdExporter(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		cmd := exec.Command(bin, append([]string{"check", "--listen", "127.0.0.1:0"}, args[1:]...)...)
 		cmd.Env = os.Environ()
-		for _, name := range []string{"NATS_URL", "NATS_CONTEXT", "HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH", "GORACE"} {
+		for _, name := range []string{"NATS_URL", "NATS_CONTEXT", "NATS_USER", "NATS_PASSWORD", "NATS_CREDS", "NATS_TIMEOUT",
+			"HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH", "GORACE"} {
 			cmd.Env = append(cmd.Env, name+"="+ts.Getenv(name))
 		}
 		cmd.Dir = ts.Getenv("WORK")
@@ -106,8 +108,31 @@ func cmdExporter(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("jetctl check --listen did not stop within 30s of SIG%s:\n%s", args[1], e.log())
 		}
 		holder.proc = nil
+	case "wait":
+		// exporter wait CODE: it stops by itself, with CODE.
+		e := holder.proc
+		want, err := strconv.Atoi(strings.Join(args[1:], ""))
+		if err != nil || e == nil {
+			ts.Fatalf("usage: exporter wait CODE, after exporter start")
+		}
+		select {
+		case err := <-e.done:
+			fmt.Fprint(ts.Stderr(), e.log())
+			got := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				got = ee.ExitCode()
+			} else if err != nil {
+				ts.Fatalf("jetctl check --listen: %v", err)
+			}
+			if got != want {
+				ts.Fatalf("jetctl check --listen exited %d, want %d", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			ts.Fatalf("jetctl check --listen did not stop within 30s:\n%s", e.log())
+		}
+		holder.proc = nil
 	default:
-		ts.Fatalf("usage: exporter start [ARGS...] | exporter stop INT|TERM")
+		ts.Fatalf("usage: exporter start [ARGS...] | exporter stop INT|TERM | exporter wait CODE")
 	}
 }
 
