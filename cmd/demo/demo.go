@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/pkg/embedded"
 	"github.com/jetctl/jetctl/pkg/natsconn"
@@ -44,6 +45,9 @@ type Step struct {
 	Args []string
 	// Do runs Go code and returns a one-line result.
 	Do func(ctx context.Context, env *Env) (string, error)
+	// Exit is the exit code the command line ends with, when it is not 0
+	// (check's nagios codes): the step fails with any other.
+	Exit int
 }
 
 // NewCmd returns `jetctl demo`.
@@ -124,9 +128,14 @@ func (env *Env) runStep(ctx context.Context, s Step) error {
 			args[i] = strings.ReplaceAll(a, "{tmp}", env.tmp)
 		}
 		fmt.Fprintf(env.out, "$ jetctl %s\n", shellJoin(args))
-		if err := env.run(ctx, env.URL, args, env.out); err != nil {
+		err := env.run(ctx, env.URL, args, env.out)
+		if s.Exit == 0 {
 			return err
 		}
+		if code := exitcode.Of(err); code != s.Exit {
+			return fmt.Errorf("jetctl %s exited %d, want %d (%v)", shellJoin(args), code, s.Exit, err)
+		}
+		fmt.Fprintf(env.out, "(exit %d)\n", s.Exit)
 	}
 	return nil
 }

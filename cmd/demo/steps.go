@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -86,7 +87,7 @@ func Steps() []Step {
 			Title: "The fixed billing worker charges the redriven orders",
 			Do:    func(ctx context.Context, env *Env) (string, error) { return billingWorker(ctx, env.JS, 0) },
 		},
-	}, append(consumerSteps(), migrateSteps()...)...)
+	}, slices.Concat(consumerSteps(), checkSteps(), migrateSteps())...)
 }
 
 // billingWorker stands for the billing service: it charges paid orders
