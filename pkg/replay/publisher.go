@@ -93,7 +93,7 @@ type copyState struct {
 	// from is where each target stream stood before the copy was first
 	// sent: the copy, and every copy after it, is stored after that.
 	from map[string]uint64
-	// src is the message until the publish stage builds msg from it.
+	// src is the message until send builds msg from it.
 	src  *envelope.Message
 	msg  *nats.Msg
 	msgv nats.Msg
@@ -146,8 +146,10 @@ func mayBeStored(err error) bool {
 
 // Publisher republishes messages through a mover.Window, with at most
 // MaxInFlight copies written and not yet settled, and settles them in
-// order: a publish stage sends the copies, a settle stage after it settles
-// them, so that sending and settling overlap.
+// order: Write publishes each copy itself (a hand-over to a goroutine of
+// its own cost more CPU than the publish), a retry stage sends the copies
+// to try again, and a settle stage settles them in the order they were
+// sent, so that sending and settling overlap.
 //
 // Each copy has Nats-Msg-Id <prefix>:<stream>:<seq>:<target subject>, so
 // the target stores it once per target subject within its duplicate
@@ -166,18 +168,23 @@ type Publisher struct {
 	cfg     PublishConfig
 	timeout time.Duration
 
-	w       *mover.Window
-	in      chan *copyState // Write → the publish stage
-	sent    chan *copyState // the publish stage → the settle stage
-	kick    chan struct{}   // wakes the publish stage: a retry, or the end
-	slots   chan struct{}   // one per copy written and not yet settled in order
-	done    chan struct{}   // closed when both stages ended
-	runCtx  context.Context // ends when Close stops waiting
-	halt    context.CancelFunc
-	closing atomic.Bool
+	w     *mover.Window
+	sent  chan *copyState // Write and the retry stage → the settle stage
+	kick  chan struct{}   // wakes the retry stage: a retry, or the end
+	slots chan struct{}   // one per copy written and not yet settled in order
+	done  chan struct{}   // closed when both stages ended
+	// sendMu is held while a copy is published and handed to the settle
+	// stage, so that the window's publishes and settles keep one order
+	// (Write and the retry stage both send); sentClosed, under it: the
+	// retry stage ended and closed sent.
+	sendMu     sync.Mutex
+	sentClosed bool
+	runCtx     context.Context // ends when Close stops waiting
+	halt       context.CancelFunc
+	closing    atomic.Bool
 	// inWindow counts the copies sent and not yet settled, nRetrying those
-	// waiting for a retry: the publish stage ends when Close was called
-	// and both are zero.
+	// waiting for a retry: the retry stage ends when Close was called and
+	// both are zero.
 	inWindow, nRetrying atomic.Int64
 
 	// Write's own (the caller's goroutine).
@@ -342,10 +349,10 @@ func (p *Publisher) start() error {
 	}
 	n := p.cfg.MaxInFlight
 	p.w = w
-	p.in, p.sent = make(chan *copyState, n), make(chan *copyState, n)
+	p.sent = make(chan *copyState, n)
 	p.slots, p.kick, p.done = make(chan struct{}, n), make(chan struct{}, 1), make(chan struct{})
 	p.runCtx, p.halt = context.WithCancel(context.Background())
-	go p.publishStage()
+	go p.retryStage()
 	go func() {
 		defer close(p.done)
 		p.settleStage()
@@ -353,9 +360,9 @@ func (p *Publisher) start() error {
 	return nil
 }
 
-// Write hands a copy of m to the publish stage, waiting while MaxInFlight
-// copies are written and not settled. It returns the error that ends the
-// republish: the target keeps failing, or the connection is closed.
+// Write publishes a copy of m, waiting while MaxInFlight copies are
+// written and not settled. It returns the error that ends the republish:
+// the target keeps failing, or the connection is closed.
 func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	if err := p.start(); err != nil {
 		return err
@@ -391,7 +398,10 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	p.lastWritten = m.Seq
 	floor := p.floorLocked(m.Seq)
 	p.mu.Unlock()
-	p.in <- c
+	if !p.send(c) {
+		// Only Close stops the run, and Write is not called after it.
+		return fmt.Errorf("republish stopped: %w", context.Canceled)
+	}
 	if p.onFloor != nil && floor >= p.floorSeen+p.floorLag {
 		p.floorSeen = floor
 		p.onFloor(floor)
@@ -399,12 +409,16 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	return nil
 }
 
-// publishStage sends the copies Write hands over and the retries when
-// they are due, in one goroutine (mover.Window's Publish), until Close was
-// called and nothing is left to send, or the run was stopped.
-func (p *Publisher) publishStage() {
-	defer close(p.sent)
-	in := p.in
+// retryStage sends the retries when they are due, until Close was called
+// and nothing is left to send, or the run was stopped; then it closes the
+// settle stage's input.
+func (p *Publisher) retryStage() {
+	defer func() {
+		p.sendMu.Lock()
+		p.sentClosed = true
+		close(p.sent)
+		p.sendMu.Unlock()
+	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -421,18 +435,13 @@ func (p *Publisher) publishStage() {
 				timer.Reset(wait)
 				due = timer.C
 			}
-		} else if in == nil && p.inWindow.Load() == 0 && p.nRetrying.Load() == 0 {
-			// The settle stage counts a retry before it lets go of the
-			// copy: with nothing in the window, none can come.
+		} else if p.closing.Load() && p.inWindow.Load() == 0 && p.nRetrying.Load() == 0 {
+			// Write sent every copy before Close was called, and the
+			// settle stage counts a retry before it lets go of the copy:
+			// with nothing in the window, none can come.
 			return
 		}
 		select {
-		case c, ok := <-in:
-			if !ok {
-				in = nil
-			} else if !p.send(c) {
-				return
-			}
 		case <-p.kick:
 		case <-due:
 		case <-p.runCtx.Done():
@@ -445,6 +454,11 @@ func (p *Publisher) publishStage() {
 // send publishes c (building its message the first time) and hands it to
 // the settle stage; false when the run was stopped first.
 func (p *Publisher) send(c *copyState) bool {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	if p.sentClosed {
+		return false
+	}
 	if c.msg == nil && !c.found {
 		p.build(c, c.src)
 		c.msg, c.src = &c.msgv, nil
@@ -726,7 +740,6 @@ func (p *Publisher) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closing.Store(true)
-	close(p.in)
 	select {
 	case p.kick <- struct{}{}:
 	default:
