@@ -148,3 +148,33 @@ func TestPublisherReusedCopiesCarryOnlyTheirOwn(t *testing.T) {
 		}
 	}
 }
+
+// With a window of 2, Write waits for room while the copies in the window
+// wait for their retry: the retry stage sends them (Write does not), in
+// the order the settle stage settles them, and every copy is stored once.
+func TestPublisherRetriesWhileWriteWaits(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "COPY", Subjects: []string{"copy.>"}}); err != nil {
+			t.Error(err)
+		}
+	}()
+	p, err := republish(t, js, PublishConfig{To: "copy.>", MaxInFlight: 2}, messages(50, "a.b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Counts(); c.Stored != 50 || c.Duplicates != 0 || len(p.Failed()) != 0 {
+		t.Fatalf("counts %+v, failed %v (%v)", c, p.Failed(), p.LastError())
+	}
+	if f := p.Floor(50); f != 50 {
+		t.Fatalf("floor %d", f)
+	}
+	s, err := js.Stream(context.Background(), "COPY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CachedInfo().State.Msgs; n != 50 {
+		t.Fatalf("the target holds %d copies", n)
+	}
+}
