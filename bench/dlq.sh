@@ -17,6 +17,8 @@
 #     probe fetches advisory-sized messages with a durable pull consumer
 #     and acknowledges each), 1/(1/direct + 1/pub + 1/delete + 1/advisory),
 #     printed with its ratio to the loop: the most a sweep could be;
+#   - the CPU per dead message of the allow_direct sweep, jetctl's and the
+#     server's (robust to a busy machine, unlike the rates);
 #   - peak RSS of a sweep of RSS_MSGS dead messages;
 #   - `jetctl dlq redrive --rate`: the rate kept against the rate asked,
 #     and an unpaced redrive against the same ceiling.
@@ -110,6 +112,8 @@ sweep_case() {
 	q "$JETCTL" dlq setup --stream "$stream" --consumer worker
 	"$PROBE" fill "$stream" -n "$MSGS" -size "$SIZE" ${live:+-live}
 	note "jetctl dlq sweep of $MSGS messages from $stream"
+	_cpu_now
+	local c0=$CPU_US s0=$SERVER_CPU_US
 	t0=$(now)
 	if [[ $PROFILE == 1 && $stream == JOBS ]]; then
 		JETCTL_CPUPROFILE=$OUT/sweep.prof JETCTL_MEMPROFILE=$OUT/sweep.mem.prof "$JETCTL" dlq sweep --stream "$stream" >/dev/null 2>"$OUT/sweep.err" </dev/null
@@ -117,7 +121,11 @@ sweep_case() {
 		"$JETCTL" dlq sweep --stream "$stream" >/dev/null 2>"$OUT/sweep.err" </dev/null
 	fi
 	t1=$(now)
+	_cpu_now
 	SWEEP_S=$(elapsed "$t0" "$t1")
+	# CPU per dead message, jetctl's and the server's: robust to a busy
+	# machine, unlike the rates.
+	SWEEP_CPU=$(calc "\"%.1f µs + server %.1f µs\", ($CPU_US - $c0) / $MSGS, ($SERVER_CPU_US - $s0) / $MSGS")
 	note "$(cat "$OUT/sweep.err")"
 	MOVED=$(count "DLQ_$stream")
 	LEFT=$(count "$stream")
@@ -128,7 +136,7 @@ sweep_case() {
 # (allow_direct); then the same without allow_direct (nats.go's default),
 # and with live messages in between.
 sweep_case JOBS 1 ''
-sweep_s=$SWEEP_S sweep_rate=$SWEEP_RATE moved=$MOVED left=$LEFT
+sweep_s=$SWEEP_S sweep_rate=$SWEEP_RATE moved=$MOVED left=$LEFT sweep_cpu=$SWEEP_CPU
 sweep_case JOBSLEADER '' ''
 leader_s=$SWEEP_S leader_rate=$SWEEP_RATE leader_moved=$MOVED leader_left=$LEFT
 sweep_case JOBSMIXED 1 1
@@ -190,7 +198,7 @@ ratio_mixed=$(calc "\"%.1f\", $mixed_rate / $loop_rate")
 ratio_mixed_ceiling=$(calc "\"%.0f\", $mixed_rate / $ceiling * 100")
 ratio_red2=$(calc "\"%.0f\", $red2_rate / $ceiling * 100")
 
-printf '\n# bench/dlq.sh, %s, %s CPUs; %s messages of %s B, workqueue stream\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(nproc)" "$MSGS" "$SIZE"
+printf '\n# bench/dlq.sh, %s, %s CPUs; %s messages of %s B, workqueue stream; load average %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(nproc)" "$MSGS" "$SIZE" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-64s %12s %10s\n' "" "msgs/s" "ratio"
 printf '%-64s %12s\n' "probe: STREAM.MSG.GET, 256 in flight" "$get"
 printf '%-64s %12s\n' "probe: async publish, 256 in flight" "$pub"
@@ -205,6 +213,7 @@ printf '%-64s %12s %10s\n' "jetctl dlq sweep, allow_direct ($MSGS msgs: moved $m
 printf '%-64s %12s %10s\n' "sweep / ceiling (target >= 70%)" "" "${ratio_ceiling}%"
 printf '%-64s %12s %10s\n' "sweep / direct ceiling" "" "${ratio_dceiling}%"
 printf '%-64s %12s %10s\n' "sweep / full ceiling" "" "${ratio_fceiling}%"
+printf '%-64s %23s\n' "sweep, allow_direct: CPU per message, jetctl + server" "$sweep_cpu"
 printf '%-64s %12s %10s\n' "sweep, no allow_direct (moved $leader_moved, left $leader_left; ${leader_s}s)" "$leader_rate" "${ratio_leader}x"
 printf '%-64s %12s %10s\n' "sweep, a live msg after each (moved $mixed_moved, left $mixed_left; ${mixed_s}s)" "$mixed_rate" "${ratio_mixed}x"
 printf '%-64s %12s %10s\n' "sweep, a live msg after each / ceiling" "" "${ratio_mixed_ceiling}%"

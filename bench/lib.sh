@@ -187,6 +187,26 @@ _run_timed() {
 	RUN_US=$((t1 - t0))
 }
 
+# _cpu_now sets CPU_US to the CPU time (user + system, microseconds) of
+# this shell's finished children, and SERVER_CPU_US to the server's (0
+# without one): around a run, the CPU the command and the server spent on
+# it. Call it directly: in a subshell (a command or process substitution)
+# `times` would count the subshell's children.
+_cpu_now() {
+	local f=$LOGS/.times
+	times >"$f"
+	CPU_US=$(awk 'NR == 2 {
+		us = 0
+		for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); us += (p[1] * 60 + p[2]) * 1e6 }
+		printf "%.0f", us
+	}' "$f")
+	SERVER_CPU_US=0
+	if [[ -n ${SERVER_PID:-} && -r /proc/$SERVER_PID/stat ]]; then
+		# utime and stime, fields 14 and 15 (the command name has no space).
+		SERVER_CPU_US=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f", ($14 + $15) * 1e6 / hz }' "/proc/$SERVER_PID/stat")
+	fi
+}
+
 # _stats FILE prints "mean median stddev min" of the microsecond values in
 # FILE (one a line), in microseconds.
 _stats() {
@@ -287,13 +307,18 @@ compare_rate() {
 	local slug i side log outf stat
 	slug=$(_slug "$name")
 	local -A times=([jetctl]=$LOGS/$slug.jetctl.us [nats]=$LOGS/$slug.nats.us)
+	local -A cpus=([jetctl]=$LOGS/$slug.jetctl.cpu [nats]=$LOGS/$slug.nats.cpu)
+	local -A scpus=([jetctl]=$LOGS/$slug.jetctl.scpu [nats]=$LOGS/$slug.nats.scpu)
+	local c0 s0 c1 s1
 	: >"${times[jetctl]}"
 	: >"${times[nats]}"
+	: >"${cpus[jetctl]}" >"${cpus[nats]}" >"${scpus[jetctl]}" >"${scpus[nats]}"
 	if [[ $msgs == - ]]; then
 		printf '\n== %s: %s runs each, interleaved; medians\n' "$name" "$RUNS"
 	else
 		printf '\n== %s: %s msgs, %s runs each, interleaved; medians\n' "$name" "$msgs" "$RUNS"
 	fi
+	[[ ! -r /proc/loadavg ]] || printf '   load average %s at the start\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	for ((i = 1; i <= RUNS; i++)); do
 		for side in jetctl nats; do
 			local -a cmd
@@ -305,9 +330,15 @@ compare_rate() {
 				BENCH_SIDE=$side eval "$SETUP" >>"$LOGS/$slug.setup.log" 2>&1 ||
 					die "$name: --setup failed before the $side run (see $LOGS/$slug.setup.log)"
 			fi
+			_cpu_now
+			c0=$CPU_US s0=$SERVER_CPU_US
 			_run_timed "$outf" "$log" "${cmd[@]}"
+			_cpu_now
+			c1=$CPU_US s1=$SERVER_CPU_US
 			((RUN_RC == 0)) || { _fail_run "$name" "$side" "$log" "${cmd[*]}"; return 1; }
 			echo "$RUN_US" >>"${times[$side]}"
+			echo $((c1 - c0)) >>"${cpus[$side]}"
+			echo $((s1 - s0)) >>"${scpus[$side]}"
 			if [[ $outf != /dev/null ]]; then cat "$outf" >>"$log"; fi
 		done
 	done
@@ -329,6 +360,18 @@ compare_rate() {
 		fi
 		printf '   %-6s %9s s  %16s   %s%s\n' "$side" "$secs" "$rate" "$label" "$self"
 	done
+	if [[ $msgs != - ]]; then
+		# CPU per message is robust to a busy machine, unlike the rates:
+		# the command's (with its children) and the server's, medians, per
+		# 1,000,000 messages.
+		local cpu scpu line='   cpu   '
+		for side in jetctl nats; do
+			read -r _ cpu _ _ < <(_stats "${cpus[$side]}")
+			read -r _ scpu _ _ < <(_stats "${scpus[$side]}")
+			line+=$(_calc "sprintf(\" %s %.2f s + server %.2f s = %.2f s;\", \"$side\", $cpu / $msgs, $scpu / $msgs, ($cpu + $scpu) / $msgs)")
+		done
+		printf '%s per 1M msgs (medians)\n' "${line%;}"
+	fi
 	_verdict "$ratio"
 	printf '   ratio  jetctl/nats: time %sx' "$(_calc "sprintf(\"%.2f\", $ratio)")"
 	if [[ $msgs != - ]]; then printf ', rate %sx' "$(_calc "sprintf(\"%.2f\", 1 / $ratio)")"; fi

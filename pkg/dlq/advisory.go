@@ -29,9 +29,12 @@ type Advisory struct {
 
 // ParseAdvisory reads an advisory captured from subject.
 func ParseAdvisory(data []byte) (Advisory, error) {
-	var a Advisory
-	if err := json.Unmarshal(data, &a); err != nil {
-		return a, fmt.Errorf("not an advisory: %w", err)
+	a, ok := parseAdvisoryFast(data)
+	if !ok {
+		a = Advisory{}
+		if err := json.Unmarshal(data, &a); err != nil {
+			return a, fmt.Errorf("not an advisory: %w", err)
+		}
 	}
 	switch a.Type {
 	case TypeMaxDeliver, TypeTerminated:

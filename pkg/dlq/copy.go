@@ -16,22 +16,47 @@ import (
 // the original headers (those the server acts on moved to
 // Jetctl-Orig-<Name>), provenance and the reason, on the per-message
 // subject that can be written only once.
+//
+// The subject and the values it formats share one string, and the eleven
+// values one slice: a sweep builds one copy per dead message, and a
+// header set each cost two allocations more (buildCopyReference in the
+// tests is the plain form it is held to).
 func BuildCopy(n Names, m *envelope.Message, a Advisory, sweptAt time.Time) *nats.Msg {
 	// Room for the provenance and the seven headers below.
 	h := envelope.CopyHeader(m.Header, 4+7)
-	envelope.SetProvenance(h, m)
-	h.Set(HeaderConsumer, a.Consumer)
-	h.Set(HeaderReason, a.DeadReason())
+	var buf [256]byte
+	b := append(append(buf[:0], n.SubjectPrefix...), '.')
+	seqAt := len(b)
+	b = strconv.AppendUint(b, m.Seq, 10)
+	subjectEnd := len(b)
+	b = append(append(append(b, "dlq:"...), m.Stream...), ':')
+	b = append(b, b[seqAt:subjectEnd]...)
+	msgIDEnd := len(b)
+	b = strconv.AppendUint(b, a.Deliveries, 10)
+	deliveriesEnd := len(b)
+	b = sweptAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	sweptAtEnd := len(b)
+	b = m.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	text := string(b)
+
+	// As envelope.SetProvenance, then the DLQ's own.
+	names := [11]string{envelope.SourceStream, envelope.SourceSeq, envelope.SourceSubject, envelope.SourceTime,
+		HeaderConsumer, HeaderReason, HeaderDeliveries, HeaderSweptAt, jetstream.MsgIDHeader, jetstream.ExpectedLastSubjSeqHeader}
+	values := [11]string{m.Stream, text[seqAt:subjectEnd], m.Subject, text[sweptAtEnd:],
+		a.Consumer, a.DeadReason(), text[msgIDEnd:deliveriesEnd], text[deliveriesEnd:sweptAtEnd], text[subjectEnd:msgIDEnd], "0"}
+	count := 10
 	if a.Reason != "" {
-		h.Set(HeaderTermReason, a.Reason)
+		names[count], values[count] = HeaderTermReason, a.Reason
+		count++
 	} else {
-		h.Del(HeaderTermReason)
+		delete(h, HeaderTermReason)
 	}
-	h.Set(HeaderDeliveries, strconv.FormatUint(a.Deliveries, 10))
-	h.Set(HeaderSweptAt, sweptAt.UTC().Format(time.RFC3339Nano))
-	h.Set(jetstream.MsgIDHeader, "dlq:"+m.Stream+":"+strconv.FormatUint(m.Seq, 10))
-	h.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-	return &nats.Msg{Subject: n.DLQSubject(m.Seq), Header: h, Data: m.Data}
+	vals := make([]string, count)
+	for i := range count {
+		vals[i] = values[i]
+		h[names[i]] = vals[i : i+1 : i+1]
+	}
+	return &nats.Msg{Subject: text[:subjectEnd], Header: h, Data: m.Data}
 }
 
 // HeaderPayloadOmitted is set on a DLQ copy that holds no payload: the

@@ -92,6 +92,13 @@ func IsServerHeader(name string) bool {
 // more headers (the caller's provenance) without growing.
 func CopyHeader(h nats.Header, extra int) nats.Header {
 	out := make(nats.Header, len(h)+extra)
+	CopyHeaderInto(out, h)
+	return out
+}
+
+// CopyHeaderInto adds CopyHeader's copy of h to out: a publisher that
+// reuses its header maps (replay --to) copies without allocating a map.
+func CopyHeaderInto(out, h nats.Header) {
 	for k, vs := range h {
 		name := k
 		if IsServerHeader(k) {
@@ -99,7 +106,6 @@ func CopyHeader(h nats.Header, extra int) nats.Header {
 		}
 		out[name] = append([]string(nil), vs...)
 	}
-	return out
 }
 
 // RestoreHeader undoes CopyHeader and drops the given provenance headers:

@@ -83,3 +83,37 @@ func TestSerialOrder(t *testing.T) {
 		t.Fatalf("passed %d values, sum %d", want, sum)
 	}
 }
+
+// Ordered costs no allocation per value: its slots and their dones are
+// made once, when the stage starts.
+func TestOrderedAllocatesNothingPerValue(t *testing.T) {
+	const total = 20000
+	run := func(n int) uint64 {
+		in := make(chan int, 64)
+		out := Ordered(in, 8, func(v int, done func()) { done() })
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		go func() {
+			for i := range n {
+				in <- i
+			}
+			close(in)
+		}()
+		next := 0
+		for v := range out {
+			if v != next {
+				t.Fatalf("got %d, want %d", v, next)
+			}
+			next++
+		}
+		runtime.ReadMemStats(&after)
+		if next != n {
+			t.Fatalf("passed %d values, want %d", next, n)
+		}
+		return after.Mallocs - before.Mallocs
+	}
+	run(100) // warm up
+	if got := run(total); got > total/100 {
+		t.Errorf("%d allocations for %d values through Ordered", got, total)
+	}
+}

@@ -226,7 +226,9 @@ func (w *Window) send(p *Pub) error {
 	w.tokens[p.token] = p
 	p.sentAt, p.sendEr = time.Now(), nil
 	w.mu.Unlock()
-	p.Msg.Reply = w.prefix + strconv.FormatUint(p.token, 10)
+	// One allocation for the reply subject, not two.
+	var buf [64]byte
+	p.Msg.Reply = string(strconv.AppendUint(append(buf[:0], w.prefix...), p.token, 10))
 	err := w.nc.PublishMsg(p.Msg)
 	if err != nil {
 		w.mu.Lock()

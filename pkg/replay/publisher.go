@@ -93,10 +93,14 @@ type copyState struct {
 	// from is where each target stream stood before the copy was first
 	// sent: the copy, and every copy after it, is stored after that.
 	from map[string]uint64
-	// src is the message until the publish stage builds msg from it.
+	// src is the message until send builds msg from it.
 	src  *envelope.Message
 	msg  *nats.Msg
 	msgv nats.Msg
+	// hdr and vals hold msgv's headers; a copy settled in order is used
+	// again for a later one (see recycle), with its map.
+	hdr  nats.Header
+	vals [5]string
 	// pub is the latest send; the first is first, others are allocated.
 	pub   *mover.Pub
 	first mover.Pub
@@ -142,8 +146,10 @@ func mayBeStored(err error) bool {
 
 // Publisher republishes messages through a mover.Window, with at most
 // MaxInFlight copies written and not yet settled, and settles them in
-// order: a publish stage sends the copies, a settle stage after it settles
-// them, so that sending and settling overlap.
+// order: Write publishes each copy itself (a hand-over to a goroutine of
+// its own cost more CPU than the publish), a retry stage sends the copies
+// to try again, and a settle stage settles them in the order they were
+// sent, so that sending and settling overlap.
 //
 // Each copy has Nats-Msg-Id <prefix>:<stream>:<seq>:<target subject>, so
 // the target stores it once per target subject within its duplicate
@@ -162,18 +168,23 @@ type Publisher struct {
 	cfg     PublishConfig
 	timeout time.Duration
 
-	w       *mover.Window
-	in      chan *copyState // Write → the publish stage
-	sent    chan *copyState // the publish stage → the settle stage
-	kick    chan struct{}   // wakes the publish stage: a retry, or the end
-	slots   chan struct{}   // one per copy written and not yet settled in order
-	done    chan struct{}   // closed when both stages ended
-	runCtx  context.Context // ends when Close stops waiting
-	halt    context.CancelFunc
-	closing atomic.Bool
+	w     *mover.Window
+	sent  chan *copyState // Write and the retry stage → the settle stage
+	kick  chan struct{}   // wakes the retry stage: a retry, or the end
+	slots chan struct{}   // one per copy written and not yet settled in order
+	done  chan struct{}   // closed when both stages ended
+	// sendMu is held while a copy is published and handed to the settle
+	// stage, so that the window's publishes and settles keep one order
+	// (Write and the retry stage both send); sentClosed, under it: the
+	// retry stage ended and closed sent.
+	sendMu     sync.Mutex
+	sentClosed bool
+	runCtx     context.Context // ends when Close stops waiting
+	halt       context.CancelFunc
+	closing    atomic.Bool
 	// inWindow counts the copies sent and not yet settled, nRetrying those
-	// waiting for a retry: the publish stage ends when Close was called
-	// and both are zero.
+	// waiting for a retry: the retry stage ends when Close was called and
+	// both are zero.
 	inWindow, nRetrying atomic.Int64
 
 	// Write's own (the caller's goroutine).
@@ -193,6 +204,7 @@ type Publisher struct {
 	// Shared with the stages.
 	mu      sync.Mutex
 	pending []*copyState // written and not settled in order, oldest first
+	free    []*copyState // settled in order, to be used again (recycle)
 	retries []*copyState // waiting for their retry
 	// base is where the target streams stood when the publisher started;
 	// acked the highest sequence acknowledged per stream, ackedGen its
@@ -246,23 +258,30 @@ func (p *Publisher) MsgID(stream string, seq uint64, subject string) string {
 
 // Copy builds the message published for m.
 func (p *Publisher) Copy(m *envelope.Message) *nats.Msg {
-	msg := new(nats.Msg)
-	p.build(msg, m)
-	return msg
+	c := new(copyState)
+	p.build(c, m)
+	return &c.msgv
 }
 
-// build makes msg the copy of m: m's headers (those the server acts on
+// build makes c.msgv the copy of m: m's headers (those the server acts on
 // moved aside), provenance and the copy's Nats-Msg-Id, to the target
-// subject. The values it adds share one string and one slice: two
-// allocations, not nine, at hundreds of thousands of copies a second.
-func (p *Publisher) build(msg *nats.Msg, m *envelope.Message) {
-	subject := TargetSubject(p.cfg.To, m.Subject)
-	hdr := envelope.CopyHeader(m.Header, 5)
+// subject. The subject and the values it adds share one string, in c's
+// header map and values (made once per copyState, see recycle): one
+// allocation per copy of a message without headers, at hundreds of
+// thousands of copies a second.
+func (p *Publisher) build(c *copyState, m *envelope.Message) {
+	if c.hdr == nil {
+		c.hdr = make(nats.Header, len(m.Header)+5)
+	}
+	hdr := c.hdr
+	envelope.CopyHeaderInto(hdr, m.Header)
 	var buf [256]byte
 	b := append(buf[:0], p.cfg.MsgIDPrefix...)
 	b = append(append(append(b, ':'), m.Stream...), ':')
 	b = strconv.AppendUint(b, m.Seq, 10)
-	b = append(append(b, ':'), subject...)
+	b = append(b, ':')
+	subjectAt := len(b)
+	b = appendTargetSubject(b, p.cfg.To, m.Subject)
 	idEnd := len(b)
 	var seqEnd int
 	if !p.cfg.NoProvenance {
@@ -271,7 +290,7 @@ func (p *Publisher) build(msg *nats.Msg, m *envelope.Message) {
 		b = m.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	}
 	text := string(b)
-	vals := make([]string, 5)
+	vals := &c.vals
 	vals[0] = text[:idEnd]
 	hdr[jetstream.MsgIDHeader] = vals[0:1:1]
 	if !p.cfg.NoProvenance {
@@ -282,7 +301,35 @@ func (p *Publisher) build(msg *nats.Msg, m *envelope.Message) {
 		hdr[envelope.SourceSubject] = vals[3:4:4]
 		hdr[envelope.SourceTime] = vals[4:5:5]
 	}
-	*msg = nats.Msg{Subject: subject, Header: hdr, Data: m.Data}
+	c.msgv = nats.Msg{Subject: text[subjectAt:idEnd], Header: hdr, Data: m.Data}
+}
+
+// newCopy returns a copyState for m, one settled before if there is one.
+// Called with the mutex held.
+func (p *Publisher) newCopy(m *envelope.Message) *copyState {
+	var c *copyState
+	if n := len(p.free); n > 0 {
+		c, p.free[n-1] = p.free[n-1], nil
+		p.free = p.free[:n-1]
+	} else {
+		c = new(copyState)
+	}
+	c.stream, c.seq, c.bytes, c.src, c.found = m.Stream, m.Seq, len(m.Data), m, p.found[copyKey{m.Stream, m.Seq}]
+	return c
+}
+
+// recycle keeps c, taken off pending and counted, for a later copy: its
+// message was published and settled, and nothing refers to it any more
+// (the window let go of it in Settle, the stages passed it on). Called
+// with the mutex held.
+func (p *Publisher) recycle(c *copyState) {
+	if len(p.free) >= p.cfg.MaxInFlight {
+		return
+	}
+	hdr := c.hdr
+	clear(hdr)
+	*c = copyState{hdr: hdr}
+	p.free = append(p.free, c)
 }
 
 // start opens the window and starts the two stages, at the first Write.
@@ -302,10 +349,10 @@ func (p *Publisher) start() error {
 	}
 	n := p.cfg.MaxInFlight
 	p.w = w
-	p.in, p.sent = make(chan *copyState, n), make(chan *copyState, n)
+	p.sent = make(chan *copyState, n)
 	p.slots, p.kick, p.done = make(chan struct{}, n), make(chan struct{}, 1), make(chan struct{})
 	p.runCtx, p.halt = context.WithCancel(context.Background())
-	go p.publishStage()
+	go p.retryStage()
 	go func() {
 		defer close(p.done)
 		p.settleStage()
@@ -313,9 +360,9 @@ func (p *Publisher) start() error {
 	return nil
 }
 
-// Write hands a copy of m to the publish stage, waiting while MaxInFlight
-// copies are written and not settled. It returns the error that ends the
-// republish: the target keeps failing, or the connection is closed.
+// Write publishes a copy of m, waiting while MaxInFlight copies are
+// written and not settled. It returns the error that ends the republish:
+// the target keeps failing, or the connection is closed.
 func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	if err := p.start(); err != nil {
 		return err
@@ -328,8 +375,8 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	c := &copyState{stream: m.Stream, seq: m.Seq, bytes: len(m.Data), src: m, found: p.found[copyKey{m.Stream, m.Seq}]}
 	p.mu.Lock()
+	c := p.newCopy(m)
 	if perr := natsconn.RefusalOf(p.nc).Err(); perr != nil && p.fatal == nil {
 		// The server refused the connection something: the command is
 		// stopping (natsconn aborts it).
@@ -351,7 +398,10 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	p.lastWritten = m.Seq
 	floor := p.floorLocked(m.Seq)
 	p.mu.Unlock()
-	p.in <- c
+	if !p.send(c) {
+		// Only Close stops the run, and Write is not called after it.
+		return fmt.Errorf("republish stopped: %w", context.Canceled)
+	}
 	if p.onFloor != nil && floor >= p.floorSeen+p.floorLag {
 		p.floorSeen = floor
 		p.onFloor(floor)
@@ -359,12 +409,16 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	return nil
 }
 
-// publishStage sends the copies Write hands over and the retries when
-// they are due, in one goroutine (mover.Window's Publish), until Close was
-// called and nothing is left to send, or the run was stopped.
-func (p *Publisher) publishStage() {
-	defer close(p.sent)
-	in := p.in
+// retryStage sends the retries when they are due, until Close was called
+// and nothing is left to send, or the run was stopped; then it closes the
+// settle stage's input.
+func (p *Publisher) retryStage() {
+	defer func() {
+		p.sendMu.Lock()
+		p.sentClosed = true
+		close(p.sent)
+		p.sendMu.Unlock()
+	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -381,18 +435,13 @@ func (p *Publisher) publishStage() {
 				timer.Reset(wait)
 				due = timer.C
 			}
-		} else if in == nil && p.inWindow.Load() == 0 && p.nRetrying.Load() == 0 {
-			// The settle stage counts a retry before it lets go of the
-			// copy: with nothing in the window, none can come.
+		} else if p.closing.Load() && p.inWindow.Load() == 0 && p.nRetrying.Load() == 0 {
+			// Write sent every copy before Close was called, and the
+			// settle stage counts a retry before it lets go of the copy:
+			// with nothing in the window, none can come.
 			return
 		}
 		select {
-		case c, ok := <-in:
-			if !ok {
-				in = nil
-			} else if !p.send(c) {
-				return
-			}
 		case <-p.kick:
 		case <-due:
 		case <-p.runCtx.Done():
@@ -405,8 +454,13 @@ func (p *Publisher) publishStage() {
 // send publishes c (building its message the first time) and hands it to
 // the settle stage; false when the run was stopped first.
 func (p *Publisher) send(c *copyState) bool {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	if p.sentClosed {
+		return false
+	}
 	if c.msg == nil && !c.found {
-		p.build(&c.msgv, c.src)
+		p.build(c, c.src)
 		c.msg, c.src = &c.msgv, nil
 	}
 	p.inWindow.Add(1)
@@ -543,6 +597,7 @@ func (p *Publisher) advance() int {
 			}
 			p.consecutive = 0
 			p.count(c)
+			p.recycle(c)
 		}
 		if p.fatal == nil || len(p.retries) == 0 {
 			return n
@@ -685,7 +740,6 @@ func (p *Publisher) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closing.Store(true)
-	close(p.in)
 	select {
 	case p.kick <- struct{}{}:
 	default:

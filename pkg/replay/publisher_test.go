@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
@@ -103,5 +105,76 @@ func TestPublisherNoStreamFailsFast(t *testing.T) {
 	}
 	if f := p.Floor(64); f != 0 {
 		t.Fatalf("floor %d", f)
+	}
+}
+
+// Copies settled in order are used again for later ones (their header
+// maps too): each stored copy carries its own message's headers, id and
+// provenance, and nothing of an earlier copy's, whichever messages had
+// headers.
+func TestPublisherReusedCopiesCarryOnlyTheirOwn(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	ctx := context.Background()
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "COPY", Subjects: []string{"copy.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := messages(600, "")
+	for i, m := range msgs {
+		m.Subject = fmt.Sprintf("a.%d", i%5)
+		m.Time = time.Unix(1_700_000_000+int64(i), int64(i))
+		if i%3 == 0 {
+			m.Header = nats.Header{"Trace": {fmt.Sprint("t", i)}, jetstream.MsgIDHeader: {fmt.Sprint("orig", i)}}
+		}
+	}
+	// A window of 4: every copy is used again about 150 times.
+	p, err := republish(t, js, PublishConfig{To: "copy.>", MaxInFlight: 4}, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Counts(); c.Stored != 600 {
+		t.Fatalf("counts %+v", c)
+	}
+	for i, m := range msgs {
+		stored, err := s.GetMsg(ctx, uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := envelope.CopyHeader(m.Header, 5)
+		envelope.SetProvenance(want, m)
+		want.Set(jetstream.MsgIDHeader, fmt.Sprintf("replay:SRC:%d:copy.%s", m.Seq, m.Subject))
+		if stored.Subject != "copy."+m.Subject || string(stored.Data) != string(m.Data) || !reflect.DeepEqual(stored.Header, want) {
+			t.Fatalf("copy of %d: %s %q %v\nwant %s %q %v", m.Seq, stored.Subject, stored.Data, stored.Header, "copy."+m.Subject, m.Data, want)
+		}
+	}
+}
+
+// With a window of 2, Write waits for room while the copies in the window
+// wait for their retry: the retry stage sends them (Write does not), in
+// the order the settle stage settles them, and every copy is stored once.
+func TestPublisherRetriesWhileWriteWaits(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "COPY", Subjects: []string{"copy.>"}}); err != nil {
+			t.Error(err)
+		}
+	}()
+	p, err := republish(t, js, PublishConfig{To: "copy.>", MaxInFlight: 2}, messages(50, "a.b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Counts(); c.Stored != 50 || c.Duplicates != 0 || len(p.Failed()) != 0 {
+		t.Fatalf("counts %+v, failed %v (%v)", c, p.Failed(), p.LastError())
+	}
+	if f := p.Floor(50); f != 50 {
+		t.Fatalf("floor %d", f)
+	}
+	s, err := js.Stream(context.Background(), "COPY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CachedInfo().State.Msgs; n != 50 {
+		t.Fatalf("the target holds %d copies", n)
 	}
 }

@@ -123,12 +123,28 @@ func ValidateTarget(to string) error {
 
 // TargetSubject maps an original subject to its target.
 func TargetSubject(to, subject string) string {
+	if !strings.Contains(to, "{subject}") && !strings.HasSuffix(to, ".>") {
+		return to
+	}
+	return string(appendTargetSubject(nil, to, subject))
+}
+
+// appendTargetSubject appends TargetSubject(to, subject) to b.
+func appendTargetSubject(b []byte, to, subject string) []byte {
 	switch {
 	case strings.Contains(to, "{subject}"):
-		return strings.ReplaceAll(to, "{subject}", subject)
+		for {
+			before, after, found := strings.Cut(to, "{subject}")
+			b = append(b, before...)
+			if !found {
+				return b
+			}
+			b = append(b, subject...)
+			to = after
+		}
 	case strings.HasSuffix(to, ".>"):
-		return strings.TrimSuffix(to, ">") + subject
+		return append(append(b, to[:len(to)-1]...), subject...)
 	default:
-		return to
+		return append(b, to...)
 	}
 }
