@@ -183,6 +183,12 @@ type sweeper struct {
 	// The last stage's own.
 	sum      SweepSummary
 	finished int
+	// held: the advisory acknowledged last, whose acknowledgement is sent
+	// with the next one's, or confirmed at the end of the run (see ack);
+	// unacked: the advisories this run left unacknowledged on purpose
+	// (failed, interrupted, a duplicate of one not handled).
+	held    jetstream.Msg
+	unacked int
 	// direct: the source answers direct gets, and dead messages at
 	// consecutive sequences are got with batched direct gets (see
 	// prefetch).
@@ -276,9 +282,31 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 	// failed, and left for the next run), reset the durable to its ack
 	// floor and read on from there. What was handled already comes back
 	// as duplicate advisories, acknowledged once its message is done.
-	for again := 0; err == nil && s.lost && ctx.Err() == nil && again < transientAttempts && (cfg.Max == 0 || s.admitted < cfg.Max); again++ {
-		logctx.From(ctx).Debug("dlq sweep: the durable delivered advisories that never reached the sweep; resetting it to its ack floor to read them again",
-			"stream", n.Capture, "consumer", durable)
+	// The same goes for acknowledgements the server did not keep (a
+	// server that stops abandons those still queued for the durable):
+	// the durable's ack floor is the sweep's checkpoint, so a sweep that
+	// ends well has every advisory it handled acknowledged as the server
+	// sees it (see acksKept).
+	for again := 0; err == nil && ctx.Err() == nil && !cfg.DryRun && (cfg.Max == 0 || s.admitted < cfg.Max); again++ {
+		if !s.lost {
+			var pending int
+			if pending, err = s.acksKept(ctx, durable); err != nil || pending == 0 {
+				break
+			}
+			if again == transientAttempts {
+				err = fmt.Errorf("stream %q: consumer %q: %d advisories handled by this sweep are still pending acknowledgement after %d readings again (the server did not keep their acknowledgements); run the sweep again",
+					n.Capture, durable, pending, transientAttempts)
+				break
+			}
+			logctx.From(ctx).Debug("dlq sweep: the durable has advisories pending acknowledgement that the sweep acknowledged; resetting it to its ack floor to read them again",
+				"stream", n.Capture, "consumer", durable, "pending", pending)
+		} else {
+			if again == transientAttempts {
+				break
+			}
+			logctx.From(ctx).Debug("dlq sweep: the durable delivered advisories that never reached the sweep; resetting it to its ack floor to read them again",
+				"stream", n.Capture, "consumer", durable)
+		}
 		s.lost, s.lastDelivery = false, 0
 		if err = s.resetDurable(ctx, durable); err != nil {
 			break
@@ -290,6 +318,26 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 		err = ctx.Err()
 	}
 	return &s.sum, err
+}
+
+// acksKept returns how many advisories the durable holds pending
+// acknowledgement beyond those the last run left unacknowledged on
+// purpose (0: the server has every acknowledgement the sweep sent). The
+// run ended with a confirmed acknowledgement (confirmAcks), so the
+// durable's count is not behind the acknowledgements of this connection.
+func (s *sweeper) acksKept(ctx context.Context, durable string) (int, error) {
+	var ci *jetstream.ConsumerInfo
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+		c, err := s.js.Consumer(ctx, s.n.Capture, durable)
+		if err == nil {
+			ci = c.CachedInfo()
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: consumer %q: %w", s.n.Capture, durable, err)
+	}
+	return max(0, ci.NumAckPending-s.unacked), nil
 }
 
 // resetDurable resets the capture durable to its ack floor, riding out a

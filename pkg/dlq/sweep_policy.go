@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/logctx"
 	"github.com/jetctl/jetctl/pkg/mover"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -172,12 +173,16 @@ func consumerWants(ci *jetstream.ConsumerInfo, subject string) bool {
 
 // finish acknowledges the advisory of a message that is done (a failed
 // or interrupted one comes back on the next run), counts and reports it.
+// An advisory it leaves unacknowledged on purpose is counted in unacked,
+// which the durable's own count is checked against (see acksKept).
 func (s *sweeper) finish(it *item) {
-	ack := func() {
-		if it.ack != nil {
-			_ = it.ack.Ack()
+	acked := false
+	ack := func() { acked = true; s.ack(it.ack) }
+	defer func() {
+		if it.ack != nil && !acked {
+			s.unacked++
 		}
-	}
+	}()
 	switch it.pass {
 	case passIgnored:
 		s.sum.Ignored++
@@ -242,5 +247,38 @@ func (s *sweeper) progress() {
 		sum := s.sum
 		sum.Seconds = time.Since(s.start).Seconds()
 		s.cfg.Progress(sum)
+	}
+}
+
+// ack acknowledges an advisory, one behind: it sends the acknowledgement of
+// the advisory before m, and holds m's until the next one, or until
+// confirmAcks sends it as a double ack at the end of the run.
+func (s *sweeper) ack(m jetstream.Msg) {
+	if m == nil {
+		return
+	}
+	if s.held != nil {
+		_ = s.held.Ack()
+	}
+	s.held = m
+}
+
+// confirmAcks acknowledges the held advisory and waits for the server's
+// answer. The server handles a durable's acknowledgements in the order
+// they came in on a connection, so once it has answered, it has handled
+// every acknowledgement this run sent before it on this connection, and
+// the durable's count of advisories pending acknowledgement is exact
+// (see acksKept). No answer (a restart, an election) is no error here:
+// acksKept finds what the server does not have.
+func (s *sweeper) confirmAcks(ctx context.Context) {
+	m := s.held
+	if m == nil {
+		return
+	}
+	s.held = nil
+	ctx, cancel := context.WithTimeout(ctx, s.api.Timeout)
+	defer cancel()
+	if err := m.DoubleAck(ctx); err != nil {
+		logctx.From(ctx).Debug("dlq sweep: the last acknowledgement of the run was not confirmed", "stream", s.n.Capture, "error", err)
 	}
 }

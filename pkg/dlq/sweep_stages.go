@@ -54,6 +54,7 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 		}
 		defer s.win.Close()
 	}
+	s.unacked = 0
 	in := make(chan *item, pipeDepth)
 	var feedErr error
 	sliceLeft := 0
@@ -90,6 +91,7 @@ func (s *sweeper) run(ctx context.Context, feed func(push func(*item) bool) erro
 		s.finish(it)
 	}
 	if !s.cfg.DryRun {
+		s.confirmAcks(work)
 		_ = s.js.Conn().FlushWithContext(work)
 	}
 	s.progress()

@@ -224,8 +224,11 @@ func deleteResult(stream string, seq uint64, reply []byte) error {
 		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, err)
 	}
 	if resp.Error != nil {
-		// 10057: already deleted (or never there).
-		if resp.Error.ErrorCode == 10057 || resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+		// 10057: already deleted (or never there), its block gone;
+		// 10043 ("sequence N not found"): already deleted, its block
+		// still holding others (a delete tried again after a restart
+		// or an election whose first try was applied).
+		if resp.Error.ErrorCode == 10057 || resp.Error.ErrorCode == 10043 || resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
 			return nil
 		}
 		return fmt.Errorf("stream %q: delete seq %d: %w", stream, seq, resp.Error)

@@ -2,6 +2,7 @@ package jsapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -67,6 +68,56 @@ func TestPipeMsgDelete(t *testing.T) {
 	p.MsgDelete("MISSING", 1, func(err error) { errs <- err })
 	if err := <-errs; err == nil || !strings.Contains(err.Error(), `stream "MISSING": delete seq 1`) {
 		t.Fatalf("missing stream: %v", err)
+	}
+}
+
+// A message deleted in a block that still holds others is answered
+// "sequence N not found" (10043), not "no message found" (10057): the
+// second try of a delete whose first try was applied (its answer lost
+// to a restart) meets it, and it is no error either.
+func TestMsgDeleteAgainInABlockStillInUse(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := js.Publish(ctx, "jobs.run", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := jsapi.New(js)
+	p := newPipe(t, c)
+	if err := c.MsgDelete(ctx, "JOBS", 2); err != nil {
+		t.Fatal(err)
+	}
+	// The server's own answer to the second delete, for the record.
+	var raw struct {
+		Error *jetstream.APIError `json:"error"`
+	}
+	reply, err := js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.DELETE.JOBS", []byte(`{"seq":2,"no_erase":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(reply.Data, &raw); err != nil || raw.Error == nil || raw.Error.ErrorCode != 10043 {
+		t.Fatalf("the server's answer to deleting seq 2 again: %s, want error 10043", reply.Data)
+	}
+	if err := c.MsgDelete(ctx, "JOBS", 2); err != nil {
+		t.Fatalf("Client.MsgDelete again: %v", err)
+	}
+	errs := make(chan error, 1)
+	p.MsgDelete("JOBS", 2, func(err error) { errs <- err })
+	if err := <-errs; err != nil {
+		t.Fatalf("Pipe.MsgDelete again: %v", err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 || info.State.FirstSeq != 1 || info.State.LastSeq != 3 {
+		t.Fatalf("stream state %+v, want seqs 1 and 3 kept", info.State)
 	}
 }
 
