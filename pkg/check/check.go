@@ -385,9 +385,24 @@ func (s *scope) listConfig(only []string) consumer.ListConfig {
 // critical (nor a replica that is catching up degraded).
 func (s *scope) settle(ctx context.Context) error {
 	log := logctx.From(ctx)
+	seen := false
 	for {
 		waiting := s.waitingForLeaders()
-		if len(waiting) == 0 || !time.Now().Before(s.electionEnds) {
+		if len(waiting) == 0 {
+			return nil
+		}
+		if !seen {
+			// The wait starts when an election is seen, not when the
+			// check did: the reads before may have used most of it, as
+			// a list the server gathers during an election waits 4 s
+			// for the answers that do not come, and a read again that
+			// starts before the election ends costs as much.
+			seen = true
+			if ends := time.Now().Add(s.cfg.ElectionWait); ends.After(s.electionEnds) {
+				s.electionEnds = ends
+			}
+		}
+		if !time.Now().Before(s.electionEnds) {
 			return nil
 		}
 		log.Debug("reading again, waiting for a leader", "streams", waiting)
