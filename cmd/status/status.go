@@ -4,6 +4,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sort"
 	"strconv"
@@ -139,18 +140,36 @@ func Gather(ctx context.Context, js jetstream.JetStream, t consumer.Thresholds, 
 	// The streams are listed once: for their table and for the
 	// consumers' (consumer.List takes them as listed).
 	st := &Status{Streams: []Stream{}, KV: []Bucket{}, ObjectStores: []ObjectStore{}}
-	listed := []*jetstream.StreamInfo{}
-	lister := js.ListStreams(ctx)
-	for si := range lister.Info() {
-		listed = append(listed, si)
-		addStream(st, si)
-	}
-	if err := lister.Err(); err != nil {
+	listed, missing, err := consumer.ListStreams(ctx, js)
+	if err != nil {
 		// The account's error says more (JetStream not enabled).
 		if ar := <-accountCh; ar.err != nil {
 			return nil, ar.err
 		}
 		return nil, err
+	}
+	for _, si := range listed {
+		addStream(st, si)
+	}
+	// Left out of the list during an election: read on its own. With no
+	// server holding it up it is a stub, which has no row but whose
+	// consumers are listed (without a leader), as consumer ls lists them.
+	for _, name := range missing {
+		si, offline, err := consumer.StreamOrStub(ctx, js, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			<-accountCh
+			return nil, err
+		}
+		listed = append(listed, si)
+		if !offline {
+			addStream(st, si)
+		}
+	}
+	if listed == nil {
+		listed = []*jetstream.StreamInfo{}
 	}
 	states, err := consumer.List(ctx, js, consumer.ListConfig{Listed: listed, Thresholds: t, Fixed: fixed})
 	ar := <-accountCh

@@ -245,9 +245,6 @@ func (sr *streamRead) leaderless() bool {
 		(sr.info.Cluster.Name != "" || len(sr.info.Cluster.Replicas) > 0)
 }
 
-// errStreamOffline is the server's "stream is offline" (10118).
-const errStreamOffline jetstream.ErrorCode = 10118
-
 // read lists the streams in scope and their consumers, evaluated by the
 // health model.
 func (s *scope) read(ctx context.Context) error {
@@ -256,7 +253,7 @@ func (s *scope) read(ctx context.Context) error {
 		var missing []string
 		err := s.transient(ctx, func(ctx context.Context) error {
 			var err error
-			s.listed, missing, err = listStreams(ctx, s.js)
+			s.listed, missing, err = consumer.ListStreams(ctx, s.js)
 			return err
 		})
 		if err != nil {
@@ -294,40 +291,6 @@ func (s *scope) read(ctx context.Context) error {
 	})
 }
 
-// listStreams lists every stream's info, and names the streams the list
-// left out. On a cluster the meta leader asks each stream's leader for
-// its info and leaves out those that do not answer within 4 s, as a
-// stream electing a leader does not: the list then lacks that stream,
-// and the next page, offset by the streams returned, repeats one. The
-// names come from the meta leader's own assignments, complete with or
-// without leaders: a stream named there and not listed is read on its
-// own, and a stream listed twice is kept once.
-func listStreams(ctx context.Context, js jetstream.JetStream) ([]*jetstream.StreamInfo, []string, error) {
-	var listed []*jetstream.StreamInfo
-	seen := map[string]bool{}
-	lister := js.ListStreams(ctx)
-	for si := range lister.Info() {
-		if !seen[si.Config.Name] {
-			seen[si.Config.Name] = true
-			listed = append(listed, si)
-		}
-	}
-	if err := lister.Err(); err != nil {
-		return nil, nil, err
-	}
-	var missing []string
-	names := js.StreamNames(ctx)
-	for name := range names.Name() {
-		if !seen[name] {
-			missing = append(missing, name)
-		}
-	}
-	if err := names.Err(); err != nil {
-		return nil, nil, err
-	}
-	return listed, missing, nil
-}
-
 // transient runs fn again while it fails as a server does during an
 // election (retry.Transient), until the election wait ends.
 func (s *scope) transient(ctx context.Context, fn func(context.Context) error) error {
@@ -344,20 +307,14 @@ func (s *scope) transient(ctx context.Context, fn func(context.Context) error) e
 func (s *scope) readStream(ctx context.Context, name string) (*streamRead, error) {
 	var sr *streamRead
 	err := s.transient(ctx, func(ctx context.Context) error {
-		st, err := s.js.Stream(ctx, name)
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == errStreamOffline {
-			sr = &streamRead{name: name, offline: true, info: &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}}
-			return nil
+		info, offline, err := consumer.StreamOrStub(ctx, s.js, name)
+		if err == nil {
+			sr = &streamRead{name: name, info: info, offline: offline}
 		}
-		if err != nil {
-			return err
-		}
-		sr = &streamRead{name: name, info: st.CachedInfo()}
-		return nil
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", name, err)
+		return nil, err
 	}
 	return sr, nil
 }

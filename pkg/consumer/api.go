@@ -33,8 +33,23 @@ type consumerListResponse struct {
 }
 
 // listConsumers reads every consumer of stream, one request per page.
+// A page covers its listed consumers and its missing ones (those whose
+// leader did not answer, during an election): the next page starts after
+// both. A consumer listed twice (a page shifted by an election) is kept
+// once.
 func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error) {
 	var out []*State
+	seen := map[string]bool{}
+	add := func(page map[string]bool, name string, state func() *State) {
+		if page[name] {
+			return
+		}
+		page[name] = true
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, state())
+		}
+	}
 	for offset := 0; ; {
 		var resp consumerListResponse
 		if err := a.client.Request(ctx, "CONSUMER.LIST."+stream, map[string]int{"offset": offset}, &resp); err != nil {
@@ -46,7 +61,7 @@ func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error
 			}
 			return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, resp.Error)
 		}
-		listed := map[string]bool{}
+		page := map[string]bool{}
 		for _, info := range resp.Items {
 			if info.Stream == "" {
 				info.Stream = stream
@@ -59,16 +74,13 @@ func (a *api) listConsumers(ctx context.Context, stream string) ([]*State, error
 					info.Name = info.Config.Durable
 				}
 			}
-			listed[info.Name] = true
-			out = append(out, FromInfo(info))
+			add(page, info.Name, func() *State { return FromInfo(info) })
 		}
 		for _, name := range resp.Missing {
-			if !listed[name] {
-				out = append(out, missingState(stream, name, time.Now()))
-			}
+			add(page, name, func() *State { return missingState(stream, name, time.Now()) })
 		}
-		offset += len(resp.Items)
-		if len(resp.Items) == 0 || offset >= resp.Total {
+		offset += len(page)
+		if len(page) == 0 || offset >= resp.Total {
 			return out, nil
 		}
 	}

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/natsconn"
+	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -148,6 +151,11 @@ func readError(ctx context.Context, err error) string {
 	return err.Error()
 }
 
+// lagRetry is how a lag read that fails as during an election is tried
+// again: within a second, so an answer such as "temporarily unavailable"
+// (10008) is asked again, and a read that timed out is not.
+var lagRetry = retry.Policy{Within: time.Second, Pause: 200 * time.Millisecond, MaxPause: 400 * time.Millisecond, Retryable: retry.Transient}
+
 // fillLag reads, for each consumer with unprocessed messages, the oldest
 // message it has not had delivered: the first one after its delivered
 // stream sequence that matches its filter (one get per filter subject).
@@ -168,7 +176,13 @@ func fillLag(r *reads, api *api, states []*State, workers int, cache *LagCache) 
 			return
 		}
 		ctx := r.of(s.Stream)
-		m, err := firstMatching(ctx, api.client, s.Stream, s.FilterSubjects, s.DeliveredStreamSeq+1)
+		var m *envelope.Message
+		// A stream whose leader just changed does not answer for a
+		// moment: a few tries ride that out (retry.Transient).
+		err := retry.Do(ctx, lagRetry, func(ctx context.Context) (err error) {
+			m, err = firstMatching(ctx, api.client, s.Stream, s.FilterSubjects, s.DeliveredStreamSeq+1)
+			return err
+		})
 		if err != nil {
 			s.ReadErrors = append(s.ReadErrors, "lag: "+readError(ctx, err))
 			return

@@ -202,6 +202,38 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 	return states, nil
 }
 
+// ListStreams lists every stream's info, and names the streams the list
+// left out. On a cluster the meta leader asks each stream's leader for
+// its info and leaves out those that do not answer within 4 s, as a
+// stream electing a leader does not: the list then lacks that stream,
+// and the next page, offset by the streams returned, repeats one. The
+// names come from the meta leader's own assignments, complete with or
+// without leaders: a stream named there and not listed is for the caller
+// to read on its own, and a stream listed twice is kept once.
+func ListStreams(ctx context.Context, js jetstream.JetStream) (listed []*jetstream.StreamInfo, missing []string, err error) {
+	seen := map[string]bool{}
+	lister := js.ListStreams(ctx)
+	for si := range lister.Info() {
+		if !seen[si.Config.Name] {
+			seen[si.Config.Name] = true
+			listed = append(listed, si)
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return nil, nil, err
+	}
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		if !seen[name] {
+			missing = append(missing, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, nil, err
+	}
+	return listed, missing, nil
+}
+
 // selectStreams returns the streams to list and, for those that have a
 // DLQ, their advisory capture streams (source stream → capture stream).
 func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*jetstream.StreamInfo, map[string]*jetstream.StreamInfo, error) {
@@ -222,12 +254,24 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 			}
 			return out, captures, nil
 		}
-		lister := js.ListStreams(ctx)
-		for si := range lister.Info() {
+		listed, missing, err := ListStreams(ctx, js)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing streams: %w", err)
+		}
+		for _, si := range listed {
 			keep(si)
 		}
-		if err := lister.Err(); err != nil {
-			return nil, nil, fmt.Errorf("listing streams: %w", err)
+		// Left out of the list during an election: read on its own, as
+		// a named stream is (a stub when no server holding it is up).
+		for _, name := range missing {
+			si, _, err := StreamOrStub(ctx, js, name)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			keep(si)
 		}
 		return out, captures, nil
 	}
@@ -237,19 +281,15 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 	errs := make([]error, len(cfg.Streams))
 	parallel(len(cfg.Streams), cfg.Workers, func(i int) {
 		name := cfg.Streams[i]
-		st, err := js.Stream(ctx, name)
-		var apiErr *jetstream.APIError
-		switch {
-		case errors.As(err, &apiErr) && apiErr.ErrorCode == errStreamOffline:
-			// No server holding the stream is up: its consumers are
-			// still listed, as having no leader.
-			out[i] = &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}
-			return
-		case err != nil:
-			errs[i] = fmt.Errorf("stream %q: %w", name, err)
+		si, offline, err := StreamOrStub(ctx, js, name)
+		if err != nil {
+			errs[i] = err
 			return
 		}
-		out[i] = st.CachedInfo()
+		out[i] = si
+		if offline {
+			return
+		}
 		capture, err := js.Stream(ctx, dlq.DefaultNames(name, "").Capture)
 		if err == nil && capture.CachedInfo().Config.Metadata[dlq.MetaSource] == name {
 			caps[i] = capture.CachedInfo()
@@ -264,6 +304,21 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 		}
 	}
 	return out, captures, nil
+}
+
+// StreamOrStub reads a stream's info; when no server holding the stream
+// is up, a stub with its name only, so that its consumers are still
+// listed, as having no leader.
+func StreamOrStub(ctx context.Context, js jetstream.JetStream, name string) (si *jetstream.StreamInfo, offline bool, err error) {
+	st, err := js.Stream(ctx, name)
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == errStreamOffline:
+		return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}, true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("stream %q: %w", name, err)
+	}
+	return st.CachedInfo(), false, nil
 }
 
 // Sort orders states in place: SortName by stream and consumer; SortLag
