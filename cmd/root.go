@@ -21,6 +21,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/consumer"
 	"github.com/jetctl/jetctl/cmd/demo"
 	"github.com/jetctl/jetctl/cmd/dlq"
+	"github.com/jetctl/jetctl/cmd/events"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/kv"
@@ -110,7 +111,7 @@ else to stderr. Exit codes are the same for every command: see
 	}
 	add(groupJetStream, status.NewCmd(f), replay.NewCmd(f), stream.NewCmd(f))
 	add(groupJetStream, kv.NewCmd(f))
-	add(groupJetStream, dlq.NewCmd(f))
+	add(groupJetStream, dlq.NewCmd(f), events.NewCmd(f))
 	add(groupJetStream, consumer.NewCmd(f), check.NewCmd(f))
 	add(groupJetStream, migrate.NewCmd(f))
 	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f))

@@ -282,7 +282,7 @@ func deadLettersOf(r *reads, js jetstream.JetStream, client *jsapi.Client, sourc
 		}
 		return nil, fail(name, ctx, info.Error)
 	}
-	d := &deadCounts{source: source, subjects: info.Config.Subjects, waiting: map[string]deadWaiting{}, exact: true,
+	d := &deadCounts{source: source, subjects: dlq.CaptureFilters(&info.Config), waiting: map[string]deadWaiting{}, exact: true,
 		dlq: dlq.DefaultNames(source, "").DLQ}
 	if m := info.Config.Metadata[dlq.MetaDLQ]; m != "" {
 		d.dlq = m

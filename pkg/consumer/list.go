@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/recorder"
 )
 
 // ListConfig says which consumers List reads.
@@ -144,9 +145,11 @@ func (c *LagCache) rotate() {
 const DefaultWorkers = 16
 
 // Hidden reports whether ls hides a stream unless asked for all: KV
-// buckets, object stores, and the streams `jetctl dlq setup` creates.
+// buckets, object stores, the streams `jetctl dlq setup` creates and the
+// recorder `jetctl events record` creates.
 func Hidden(cfg *jetstream.StreamConfig) bool {
-	return strings.HasPrefix(cfg.Name, "KV_") || strings.HasPrefix(cfg.Name, "OBJ_") || cfg.Metadata[dlq.MetaRole] != ""
+	return strings.HasPrefix(cfg.Name, "KV_") || strings.HasPrefix(cfg.Name, "OBJ_") || cfg.Metadata[dlq.MetaRole] != "" ||
+		recorder.IsRecorder(cfg)
 }
 
 // errStreamOffline is the server's "stream is offline" (10118).

@@ -16,6 +16,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
+	"github.com/jetctl/jetctl/pkg/recorder"
 	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
@@ -94,7 +95,7 @@ func PlanMove(ctx context.Context, js jetstream.JetStream, from, to string) (*Mo
 		return nil, err
 	}
 	if former != nil {
-		p.CaptureSubjects = AdvisorySubjects(to, capturedConsumers(former.Config.Subjects))
+		p.CaptureSubjects = AdvisorySubjects(to, capturedConsumers(CaptureFilters(&former.Config)))
 		if d := former.Config.Metadata[MetaDLQ]; d != "" {
 			p.DLQ = d
 		}
@@ -129,7 +130,7 @@ func PlanMove(ctx context.Context, js jetstream.JetStream, from, to string) (*Mo
 		}
 		if former == nil {
 			// A run killed after the old capture was deleted.
-			p.CaptureSubjects = c.Subjects
+			p.CaptureSubjects = CaptureFilters(&c)
 			if d := c.Metadata[MetaDLQ]; d != "" {
 				p.DLQ = d
 			}
@@ -198,6 +199,19 @@ func PrepareMove(ctx context.Context, js jetstream.JetStream, p *MovePlan) error
 		c := former.CachedInfo().Config
 		c.Name = toN.Capture
 		c.Subjects = p.CaptureSubjects
+		delete(c.Metadata, MetaOwnUntil)
+		if ReadsRecorder(&former.CachedInfo().Config) {
+			// The old capture reads the recorder: so does the new one,
+			// from the recorder's next advisory on.
+			rec, err := usableRecorder(ctx, js)
+			if err != nil {
+				return err
+			}
+			if rec == nil {
+				return fmt.Errorf("stream %q reads the advisories from %q, which is missing or not ready: run jetctl events record", fromN.Capture, recorder.Stream)
+			}
+			ReadRecorder(&c, p.CaptureSubjects, rec.State.LastSeq+1)
+		}
 		c.Description = "Consumer advisories of stream " + p.To + " captured by jetctl dlq"
 		c.Metadata = withMovedFrom(map[string]string{MetaSource: p.To, MetaRole: roleCapture, MetaDLQ: p.DLQ, MetaMovedFrom: former.CachedInfo().Config.Metadata[MetaMovedFrom]}, p.From)
 		if capture, err = js.CreateStream(ctx, c); err != nil {
@@ -320,6 +334,10 @@ func carryRange(ctx context.Context, js jetstream.JetStream, api *jsapi.Client, 
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", fromN.Capture, err)
 	}
+	owner := toN.Capture
+	if next, err := js.Stream(ctx, toN.Capture); err == nil && ReadsRecorder(&next.CachedInfo().Config) {
+		owner = recorder.Stream
+	}
 	return streamread.Read(ctx, js, r, func(m *envelope.Message) error {
 		a, err := ParseAdvisory(m.Data)
 		if err != nil || a.Stream != p.From {
@@ -337,7 +355,8 @@ func carryRange(ctx context.Context, js jetstream.JetStream, api *jsapi.Client, 
 		if err != nil {
 			return err
 		}
-		if _, err := js.PublishMsg(ctx, msg, jetstream.WithExpectStream(toN.Capture)); err != nil {
+		// A capture that reads the recorder gets the advisory from it.
+		if _, err := js.PublishMsg(ctx, msg, jetstream.WithExpectStream(owner)); err != nil {
 			return fmt.Errorf("stream %q: carrying the advisory at seq %d: %w", toN.Capture, m.Seq, err)
 		}
 		p.Carried++

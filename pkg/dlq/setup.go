@@ -143,27 +143,37 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		}
 	}
 
-	// The capture stream.
+	// The capture stream: it owns its subjects, or, where the account has
+	// a recorder, reads them from it (capture_source.go).
+	rec, err := usableRecorder(ctx, js)
+	if err != nil {
+		return nil, err
+	}
 	if !captureExists {
 		want := AdvisorySubjects(cfg.Stream, cfg.Consumers)
 		res.NewlyCaptured = capturedConsumers(want)
 		res.CapturedConsumers = capturedConsumers(want)
-		detail := strings.Join(want, ", ")
+		sc := jetstream.StreamConfig{
+			Name:        n.Capture,
+			Description: "Consumer advisories of stream " + cfg.Stream + " captured by jetctl dlq",
+			Subjects:    want,
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    replicas,
+			MaxAge:      captureAge,
+			Discard:     jetstream.DiscardOld,
+			Metadata:    map[string]string{MetaSource: cfg.Stream, MetaRole: roleCapture, MetaDLQ: n.DLQ},
+		}
+		if rec != nil {
+			// From the recorder's next advisory on: what it held
+			// before setup is not replayed into the capture.
+			ReadRecorder(&sc, want, rec.State.LastSeq+1)
+		}
+		detail := captureDetail(&sc)
 		if cfg.DryRun {
 			add("stream", n.Capture, ActionWouldCreate, detail)
 		} else {
-			_, err := js.CreateStream(ctx, jetstream.StreamConfig{
-				Name:        n.Capture,
-				Description: "Consumer advisories of stream " + cfg.Stream + " captured by jetctl dlq",
-				Subjects:    want,
-				Retention:   jetstream.LimitsPolicy,
-				Storage:     jetstream.FileStorage,
-				Replicas:    replicas,
-				MaxAge:      captureAge,
-				Discard:     jetstream.DiscardOld,
-				Metadata:    map[string]string{MetaSource: cfg.Stream, MetaRole: roleCapture, MetaDLQ: n.DLQ},
-			})
-			if err != nil {
+			if _, err := js.CreateStream(ctx, sc); err != nil {
 				return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
 			}
 			res.CaptureCreated = true
@@ -180,22 +190,34 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		case len(cfg.Consumers) > 0:
 			want = AdvisorySubjects(cfg.Stream, cfg.Consumers)
 		}
-		subjects := mergeSubjects(cc.Subjects, want)
+		have := CaptureFilters(&cc)
+		subjects := mergeSubjects(have, want)
 		res.CapturedConsumers = capturedConsumers(subjects)
-		if slices.Equal(subjects, cc.Subjects) {
-			add("stream", n.Capture, ActionExists, strings.Join(cc.Subjects, ", "))
+		if slices.Equal(subjects, have) {
+			add("stream", n.Capture, ActionExists, captureDetail(&cc))
 		} else {
-			before := capturedConsumers(cc.Subjects)
+			before := capturedConsumers(have)
 			for _, c := range res.CapturedConsumers {
 				if !slices.Contains(before, c) {
 					res.NewlyCaptured = append(res.NewlyCaptured, c)
 				}
 			}
-			detail := "subjects " + strings.Join(subjects, ", ")
+			if ReadsRecorder(&cc) {
+				start, err := nextSourceSeq(ctx, js, capture.CachedInfo())
+				if err != nil {
+					return nil, err
+				}
+				ReadRecorder(&cc, subjects, start)
+			} else {
+				cc.Subjects = subjects
+			}
+			detail := captureDetail(&cc)
+			if !ReadsRecorder(&cc) {
+				detail = "subjects " + detail
+			}
 			if cfg.DryRun {
 				add("stream", n.Capture, ActionWouldUpdate, detail)
 			} else {
-				cc.Subjects = subjects
 				if _, err := js.UpdateStream(ctx, cc); err != nil {
 					return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
 				}

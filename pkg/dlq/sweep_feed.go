@@ -50,7 +50,7 @@ func (s *sweeper) durable(ctx context.Context) (string, []string, error) {
 		return s.n.Durable, nil, nil
 	}
 	filters := AdvisorySubjects(s.cfg.Stream, s.cfg.Consumers)
-	captured := capture.CachedInfo().Config.Subjects
+	captured := CaptureFilters(&capture.CachedInfo().Config)
 	for _, f := range filters {
 		ok := false
 		for _, c := range captured {

@@ -1,0 +1,156 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/recorder"
+)
+
+// A capture stream either owns its advisory subjects (made before a
+// recorder existed) or, when the account has a recorder (JETCTL_EVENTS,
+// `jetctl events record`), owns none and sources the recorder, filtered
+// to the same subjects: the server refuses two streams with overlapping
+// subjects, and one capture that both read keeps every advisory once.
+// Either way it holds the advisories under their own subjects, with its
+// own sequence numbers, so the sweep's durable, its ack floor and every
+// dlq command read it as before.
+
+// MetaOwnUntil, on a capture that reads the recorder, is the last
+// sequence it captured itself before it was adopted: the advisories up to
+// it are the capture's own (the recorder never held them).
+const MetaOwnUntil = "jetctl_dlq_own_until"
+
+// CaptureFilters are the advisory subjects a capture captures: its own
+// subjects, or the filters of its source when it reads the recorder.
+func CaptureFilters(cfg *jetstream.StreamConfig) []string {
+	if len(cfg.Subjects) > 0 {
+		return cfg.Subjects
+	}
+	var out []string
+	for _, s := range cfg.Sources {
+		if s == nil || s.Name != recorder.Stream {
+			continue
+		}
+		if s.FilterSubject != "" {
+			out = append(out, s.FilterSubject)
+		}
+		for _, t := range s.SubjectTransforms {
+			out = append(out, t.Source)
+		}
+	}
+	return out
+}
+
+// ReadsRecorder reports whether a capture sources the recorder.
+func ReadsRecorder(cfg *jetstream.StreamConfig) bool {
+	if len(cfg.Subjects) > 0 {
+		return false
+	}
+	for _, s := range cfg.Sources {
+		if s != nil && s.Name == recorder.Stream {
+			return true
+		}
+	}
+	return false
+}
+
+// OwnUntil is the last sequence a capture that reads the recorder captured
+// itself (0: none); for a capture that owns its subjects, all of them.
+func OwnUntil(cfg *jetstream.StreamConfig) (uint64, bool) {
+	if !ReadsRecorder(cfg) {
+		return 0, false
+	}
+	n, _ := strconv.ParseUint(cfg.Metadata[MetaOwnUntil], 10, 64)
+	return n, true
+}
+
+// IsCapture reports whether cfg is a capture stream made by dlq setup.
+func IsCapture(cfg *jetstream.StreamConfig) bool {
+	return cfg.Metadata[MetaRole] == roleCapture && cfg.Metadata[MetaSource] != ""
+}
+
+// RecorderSource is the source by which a capture reads filters of the
+// recorder from sequence start on.
+func RecorderSource(filters []string, start uint64) *jetstream.StreamSource {
+	src := &jetstream.StreamSource{Name: recorder.Stream, OptStartSeq: start}
+	for _, f := range filters {
+		src.SubjectTransforms = append(src.SubjectTransforms, jetstream.SubjectTransformConfig{Source: f})
+	}
+	return src
+}
+
+// ReadRecorder makes cfg, a capture, read filters of the recorder from
+// start on instead of owning subjects (its other sources stay).
+func ReadRecorder(cfg *jetstream.StreamConfig, filters []string, start uint64) {
+	var kept []*jetstream.StreamSource
+	for _, s := range cfg.Sources {
+		if s != nil && s.Name != recorder.Stream {
+			kept = append(kept, s)
+		}
+	}
+	cfg.Subjects = nil
+	cfg.Sources = append(kept, RecorderSource(filters, start))
+}
+
+// usableRecorder returns the recorder when captures should read it: it
+// exists, was made by jetctl, and owns the consumer advisories. A
+// recorder whose hand-over has not finished (see pkg/events) does not own
+// them yet; a stream of that name that jetctl did not make is ignored.
+func usableRecorder(ctx context.Context, js jetstream.JetStream) (*jetstream.StreamInfo, error) {
+	info, err := recorder.Lookup(ctx, js)
+	switch {
+	case errors.Is(err, recorder.ErrNotRecorder):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case info == nil || !recorder.Owns(&info.Config, recorder.ConsumerFamily):
+		return nil, nil
+	}
+	return info, nil
+}
+
+// nextSourceSeq is the recorder sequence from which a capture that reads
+// it goes on when its filters change: the server treats a source with
+// other filters as a new source, which starts at its OptStartSeq. It
+// starts after the last advisory the capture holds from the recorder (the
+// Nats-Stream-Source header names its sequence there), so that nothing
+// already sourced comes twice and nothing in between is missed.
+func nextSourceSeq(ctx context.Context, js jetstream.JetStream, info *jetstream.StreamInfo) (uint64, error) {
+	start := uint64(1)
+	for _, s := range info.Config.Sources {
+		if s != nil && s.Name == recorder.Stream {
+			start = max(start, s.OptStartSeq)
+		}
+	}
+	last := info.State.LastSeq
+	if own, _ := OwnUntil(&info.Config); info.State.Msgs == 0 || last <= own {
+		return start, nil
+	}
+	m, err := jsapi.New(js).MsgGet(ctx, info.Config.Name, jsapi.MsgGetRequest{Seq: last})
+	if errors.Is(err, jsapi.ErrNoMessage) {
+		return start, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", info.Config.Name, err)
+	}
+	if seq := recorder.SourceHeaderSeq(m.Header.Get("Nats-Stream-Source")); seq > 0 {
+		return max(start, seq+1), nil
+	}
+	return start, nil
+}
+
+// captureDetail says what a capture captures, for setup's table: its
+// subjects, or the recorder's it reads.
+func captureDetail(cfg *jetstream.StreamConfig) string {
+	if ReadsRecorder(cfg) {
+		return "from " + recorder.Stream + ": " + strings.Join(CaptureFilters(cfg), ", ")
+	}
+	return strings.Join(cfg.Subjects, ", ")
+}
