@@ -57,6 +57,7 @@ docs/events.md).`,
 			if err != nil {
 				return err
 			}
+			cfg.At = factory.KillAt(cmd.Context(), f)
 			p, err := f.Printer("table")
 			if err != nil {
 				return err
