@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -83,11 +84,14 @@ type RecordResult struct {
 // refuse is checked before the first change.
 func Record(ctx context.Context, js jetstream.JetStream, cfg RecordConfig) (*RecordResult, error) {
 	if cfg.MaxAge < 0 || cfg.MaxBytes < 0 || cfg.Replicas < 0 || cfg.Replicas > 5 {
-		return nil, fmt.Errorf("%w: limits must be positive and replicas between 1 and 5", ErrInvalid)
+		return nil, invalidf("limits must be positive and replicas between 1 and 5")
 	}
 	existing, err := recorder.Lookup(ctx, js)
+	if errors.Is(err, recorder.ErrNotRecorder) {
+		return nil, invalidf("%v; nothing was changed", err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v; nothing was changed", ErrInvalid, err)
+		return nil, err
 	}
 	want := desired(js, existing, cfg)
 	captures, err := adoptable(ctx, js)
@@ -246,8 +250,8 @@ func adoptable(ctx context.Context, js jetstream.JetStream) ([]*jetstream.Stream
 		for _, s := range cfg.Subjects {
 			for _, r := range recorder.Subjects() {
 				if refuse == nil && streamread.SubjectsOverlap(s, r) {
-					refuse = fmt.Errorf("%w: stream %q captures %s, which the recorder captures (%s): the server refuses two streams with overlapping subjects; "+
-						"remove that subject from %q (or delete it) and run again; nothing was changed", ErrInvalid, cfg.Name, s, r, cfg.Name)
+					refuse = invalidf("stream %q captures %s, which the recorder captures (%s): the server refuses two streams with overlapping subjects; "+
+						"remove that subject from %q (or delete it) and run again; nothing was changed", cfg.Name, s, r, cfg.Name)
 				}
 			}
 		}

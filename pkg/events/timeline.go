@@ -36,26 +36,26 @@ type TimelineConfig struct {
 // Validate checks cfg without contacting anything.
 func (c TimelineConfig) Validate(now time.Time) error {
 	if c.Consumer != "" && c.Stream == "" {
-		return fmt.Errorf("%w: --consumer needs --stream: consumer names are per stream", ErrInvalid)
+		return invalidf("--consumer needs --stream: consumer names are per stream")
 	}
 	for _, n := range []struct{ flag, name string }{{"--stream", c.Stream}} {
 		if n.name != "" {
 			if err := jsapi.ValidateStreamName(n.name); err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrInvalid, n.flag, err)
+				return invalidf("%s: %v", n.flag, err)
 			}
 		}
 	}
 	if c.Consumer != "" {
 		if err := validToken(c.Consumer); err != nil {
-			return fmt.Errorf("%w: --consumer %q: %v", ErrInvalid, c.Consumer, err)
+			return invalidf("--consumer %q: %v", c.Consumer, err)
 		}
 	}
 	if !c.From.IsZero() && c.From.After(now) {
-		return fmt.Errorf("%w: the start %s is in the future (now %s): nothing has been recorded yet", ErrInvalid,
+		return invalidf("the start %s is in the future (now %s): nothing has been recorded yet",
 			c.From.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	if !c.To.IsZero() && !c.From.IsZero() && !c.To.After(c.From) {
-		return fmt.Errorf("%w: --to-time %s is not after the start %s", ErrInvalid, c.To.UTC().Format(time.RFC3339), c.From.UTC().Format(time.RFC3339))
+		return invalidf("--to-time %s is not after the start %s", c.To.UTC().Format(time.RFC3339), c.From.UTC().Format(time.RFC3339))
 	}
 	return ValidateTypes(c.Types)
 }
@@ -71,13 +71,13 @@ func validToken(s string) error {
 }
 
 // ErrNoRecorder: the account has no recorder.
-var ErrNoRecorder = fmt.Errorf("%w: no event recorder in this account (run: jetctl events record)", ErrNotFound)
+var ErrNoRecorder = notFoundf("no event recorder in this account: run jetctl events record")
 
-// part is one stretch of one stream that the timeline reads: a subject
-// filter ("" for all) and a sequence range (0: open).
+// part is one stretch of one stream that the timeline reads: subject
+// filters (none: all) and a sequence range (0: open).
 type part struct {
 	stream      string
-	filter      string
+	filters     []string
 	first, last uint64
 	direct      bool
 	follow      bool
@@ -104,8 +104,20 @@ func plan(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig) ([]pa
 		return nil, err
 	}
 	var parts []part
-	for _, f := range filters {
-		parts = append(parts, part{stream: recorder.Stream, filter: f, direct: rec.Config.AllowDirect, follow: cfg.Follow})
+	if cfg.Follow {
+		// One reader, in the recorder's order: a tail that starts in the
+		// past prints it in order (the filters are applied here; new
+		// events come at the rate they happen).
+		parts = append(parts, part{stream: recorder.Stream, filters: subjectsOf(filters[0]), direct: rec.Config.AllowDirect, follow: true})
+		if len(filters) > 1 {
+			parts[0].filters = filters
+		}
+	} else {
+		// One reader per filter, which the server applies; the merge
+		// puts them in order.
+		for _, f := range filters {
+			parts = append(parts, part{stream: recorder.Stream, filters: subjectsOf(f), direct: rec.Config.AllowDirect})
+		}
 	}
 	l := js.ListStreams(ctx)
 	for si := range l.Info() {
@@ -115,7 +127,7 @@ func plan(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig) ([]pa
 		}
 		p := part{stream: c.Name, direct: c.AllowDirect}
 		if cfg.Consumer != "" {
-			p.filter = "$JS.EVENT.ADVISORY.CONSUMER.*." + cfg.Stream + "." + cfg.Consumer
+			p.filters = []string{advisoryPrefix + "CONSUMER.*." + cfg.Stream + "." + cfg.Consumer}
 		}
 		if own, reads := dlq.OwnUntil(c); reads {
 			if own == 0 || cfg.Follow {
@@ -216,7 +228,7 @@ func read(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig, p par
 			reader = streamread.ReaderDirect
 		}
 		sc := streamread.Config{Stream: p.stream, FromSeq: p.first, ToSeq: p.last, FromTime: cfg.From, ToTime: cfg.To,
-			Subjects: subjectsOf(p.filter), Reader: reader, Follow: p.follow, New: cfg.New && p.follow}
+			Subjects: p.filters, Reader: reader, Follow: p.follow, New: cfg.New && p.follow}
 		r, err := streamread.Resolve(ctx, js, sc)
 		if err == nil {
 			err = streamread.Read(ctx, js, r, func(m *envelope.Message) error {

@@ -51,21 +51,59 @@ var ErrInvalid = errkind.New(errkind.Invalid, "invalid")
 // nor in the record (exit 3).
 var ErrNotFound = errkind.New(errkind.NotFound, "not found")
 
+// kindError is an error of pkg/events with its own one-line text, which
+// errors.Is finds as its sentinel (ErrInvalid, ErrNotFound).
+type kindError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.sentinel }
+
+func invalidf(format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), sentinel: ErrInvalid}
+}
+
+func notFoundf(format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), sentinel: ErrNotFound}
+}
+
 // ValidateTypes refuses a --type this version does not name, with the
-// closest it does; "leader_elected"-like suffixes are not guessed.
+// closest it does.
 func ValidateTypes(types []string) error {
 	for _, t := range types {
 		if slices.Contains(Types, t) {
 			continue
 		}
-		hint := ""
+		hint, best := "", 4 // at most 3 edits away
 		for _, known := range Types {
-			if strings.Contains(known, t) || strings.Contains(t, known) {
-				hint = fmt.Sprintf(" (did you mean %s?)", known)
-				break
+			if d := distance(t, known); d < best {
+				hint, best = fmt.Sprintf(" (did you mean %s?)", known), d
 			}
 		}
-		return fmt.Errorf("%w: --type %q is not an event type%s; the types are: %s", ErrInvalid, t, hint, strings.Join(Types, ", "))
+		return invalidf("--type %q is not an event type%s; the types are: %s", t, hint, strings.Join(Types, ", "))
 	}
 	return nil
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
