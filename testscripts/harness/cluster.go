@@ -101,3 +101,29 @@ func cmdStepdown(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// lead-apart STREAM OTHER makes STREAM's leader another node than OTHER's
+// leader, stepping STREAM's leader down until it is (for at most 30 s),
+// so that a script can kill OTHER's leader without an election of STREAM
+// at the same time.
+func cmdLeadApart(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: lead-apart STREAM OTHER")
+	}
+	nc, js := jsFor(ts)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, err := streamInfo(ts, js, args[0])
+		ts.Check(err)
+		b, err := streamInfo(ts, js, args[1])
+		ts.Check(err)
+		if a.Cluster.Leader != b.Cluster.Leader {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("lead-apart: %s and %s are both led by %s after 30s", args[0], args[1], a.Cluster.Leader)
+		}
+		_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+args[0], nil, 2*time.Second)
+		time.Sleep(100 * time.Millisecond)
+	}
+}

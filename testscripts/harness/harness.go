@@ -94,6 +94,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"obj-put":         cmdObjPut,
 		"obj-get":         cmdObjGet,
 		"stepdown":        cmdStepdown,
+		"lead-apart":      cmdLeadApart,
 		"pub-loop":        cmdPubLoop,
 		"domain-pair":     cmdDomainPair,
 		"health-agree":    cmdHealthAgree,
