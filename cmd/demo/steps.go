@@ -64,7 +64,11 @@ func Steps() []Step {
 			Args:  []string{"kv", "tail", "config", "deploy.status", "--filter", `.value.state == "ready"`, "--count", "1", "--wait", "10s"},
 		},
 		{
-			Title: "Capture billing's dead-letter advisories, create the DLQ stream, and give billing a retry subject of its own (a redrive must not reach shipping)",
+			Title: "Record what happens from now on: the server keeps JetStream's advisories and jetctl's audit records",
+			Args:  []string{"events", "record"},
+		},
+		{
+			Title: "Capture billing's dead-letter advisories (read from the recorder), create the DLQ stream, and give billing a retry subject of its own (a redrive must not reach shipping)",
 			Args:  []string{"dlq", "setup", "--stream", "ORDERS", "--consumer", "billing", "--retry-subject"},
 		},
 		{
@@ -86,6 +90,10 @@ func Steps() []Step {
 		{
 			Title: "The fixed billing worker charges the redriven orders",
 			Do:    func(ctx context.Context, env *Env) (string, error) { return billingWorker(ctx, env.JS, 0) },
+		},
+		{
+			Title: "The incident's timeline: what happened to billing, in order, bursts folded",
+			Args:  []string{"events", "timeline", "--stream", "ORDERS", "--consumer", "billing", "--fold"},
 		},
 	}, slices.Concat(consumerSteps(), checkSteps(), migrateSteps())...)
 }
@@ -124,9 +132,36 @@ func billingWorker(ctx context.Context, js jetstream.JetStream, failAbove float6
 		}
 	}
 	if failAbove > 0 {
+		if err := waitCaptured(ctx, js, len(failed)); err != nil {
+			return "", err
+		}
 		return fmt.Sprintf("charged %d orders; %d attempts failed on %d orders, which billing gave up on", charged, failures, len(failed)), nil
 	}
 	return fmt.Sprintf("charged %d orders, none failed", charged), nil
+}
+
+// waitCaptured waits (10 s at most) until ORDERS' dead-letter capture
+// holds n advisories: it reads them from the recorder, a moment after the
+// recorder stored them.
+func waitCaptured(ctx context.Context, js jetstream.JetStream, n int) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := js.Stream(ctx, "DLQ_ADVISORIES_ORDERS")
+		if err != nil {
+			return err
+		}
+		if s.CachedInfo().State.Msgs >= uint64(n) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("DLQ_ADVISORIES_ORDERS holds %d advisories after 10s, want %d", s.CachedInfo().State.Msgs, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func createReprocessStream(ctx context.Context, env *Env) (string, error) {
