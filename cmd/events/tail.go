@@ -91,8 +91,10 @@ func runTail(ctx context.Context, f *factory.Factory, o *tailOptions) error {
 			_, werr = w.Write(tailflags.Line(nil, e.Audit))
 		case o.tail.Raw:
 			_, werr = w.Write(tailflags.Line(nil, e.Advisory))
-		default:
+		case f.Output.JQ != "":
 			werr = p.Item(e)
+		default:
+			_, werr = w.Write(e.AppendJSON(nil))
 		}
 		if werr != nil {
 			return werr

@@ -103,8 +103,16 @@ func runTimeline(cmd *cobra.Command, f *factory.Factory, o *timelineOptions) err
 	events, rows := 0, 0
 	var emit func(*pkgevents.Event) error
 	switch {
-	case !table:
+	case f.Output.JQ != "":
 		emit = func(e *pkgevents.Event) error { events++; return p.Item(e) }
+	case !table:
+		var line []byte
+		emit = func(e *pkgevents.Event) error {
+			events++
+			line = e.AppendJSON(line[:0])
+			_, err := w.Write(line)
+			return err
+		}
 	case fold:
 		folder := pkgevents.NewFolder(func(r *pkgevents.Row) error { rows++; return writeRow(w, rows == 1, r) })
 		emit = func(e *pkgevents.Event) error { events++; return folder.Add(e) }

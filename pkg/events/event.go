@@ -68,10 +68,9 @@ const (
 const advisoryPrefix = "$JS.EVENT.ADVISORY."
 
 // advisory holds the fields of every JetStream advisory the timeline reads.
+// (Not its id nor its timestamp: the timeline's time is the stored one.)
 type advisory struct {
 	Type       string    `json:"type"`
-	ID         string    `json:"id"`
-	Timestamp  time.Time `json:"timestamp"`
 	Stream     string    `json:"stream"`
 	Consumer   string    `json:"consumer"`
 	StreamSeq  uint64    `json:"stream_seq"`
