@@ -71,9 +71,14 @@ func foldKeyOf(e *Event) (foldKey, bool) {
 	return foldKey{}, false
 }
 
+// maxHeld bounds the rows a Folder holds back: past it, the oldest burst
+// is shown as it stands (and its kind starts a new row), so that a
+// timeline of a million events a minute stays small.
+const maxHeld = 4096
+
 // Folder folds bursts of a time-ordered timeline into rows, streaming: it
-// holds back only the rows of the last FoldWindow, so that rows stay in
-// the order of their first event.
+// holds back only the rows of the last FoldWindow (at most maxHeld), so
+// that rows stay in the order of their first event.
 type Folder struct {
 	emit  func(*Row) error
 	queue []*Row
@@ -106,7 +111,23 @@ func (f *Folder) Add(e *Event) error {
 		f.open[k] = r
 	}
 	f.queue = append(f.queue, r)
+	for len(f.queue) > maxHeld {
+		if err := f.pop(); err != nil {
+			return err
+		}
+	}
 	return f.release(e.Time)
+}
+
+// pop emits the row at the head of the queue, closing its burst.
+func (f *Folder) pop() error {
+	r := f.queue[0]
+	if k, foldable := foldKeyOf(r.First); foldable && f.open[k] == r {
+		delete(f.open, k)
+	}
+	f.queue[0] = nil
+	f.queue = f.queue[1:]
+	return f.emit(r)
 }
 
 // release emits the rows at the head of the queue that can no longer
@@ -115,15 +136,10 @@ func (f *Folder) release(now time.Time) error {
 	for len(f.queue) > 0 {
 		r := f.queue[0]
 		k, foldable := foldKeyOf(r.First)
-		if foldable && f.open[k] == r {
-			if now.Before(r.First.Time.Add(FoldWindow)) {
-				return nil
-			}
-			delete(f.open, k)
+		if foldable && f.open[k] == r && now.Before(r.First.Time.Add(FoldWindow)) {
+			return nil
 		}
-		f.queue[0] = nil
-		f.queue = f.queue[1:]
-		if err := f.emit(r); err != nil {
+		if err := f.pop(); err != nil {
 			return err
 		}
 	}

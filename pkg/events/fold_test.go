@@ -88,3 +88,18 @@ func TestFoldWindowStartsAtFirst(t *testing.T) {
 		t.Errorf("folded\n got %q\nwant %q", got, want)
 	}
 }
+
+func TestFoldHoldsBackBoundedRows(t *testing.T) {
+	// A burst that stays open while more than maxHeld other rows come
+	// is shown as it stands; its kind starts a new row.
+	var events []*Event
+	events = append(events, ev(0, TypeMaxDeliveries, "billing", 1))
+	for i := range maxHeld + 10 {
+		events = append(events, ev(time.Millisecond*time.Duration(i+1), TypeAudit, "", 0))
+	}
+	events = append(events, ev(30*time.Second, TypeMaxDeliveries, "billing", 2))
+	got := fold(t, events...)
+	if len(got) != maxHeld+12 || got[0] != "0s max_deliveries billing x1" || got[len(got)-1] != "30s max_deliveries billing x1" {
+		t.Errorf("%d rows, first %q, last %q", len(got), got[0], got[len(got)-1])
+	}
+}
