@@ -9,12 +9,14 @@ import (
 	"strings"
 
 	"github.com/dustin/go-humanize/english"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
+	"github.com/jetctl/jetctl/pkg/events"
 )
 
 type explainOptions struct {
@@ -108,6 +110,7 @@ func runExplain(ctx context.Context, f *factory.Factory, o *explainOptions, stre
 	} else if p.Format == "table" && f.Output.JQ == "" {
 		w := bufio.NewWriter(f.IO.Out)
 		writeExplanation(w, res)
+		writeRecent(ctx, f, w, js, stream, consumer)
 		if err := w.Flush(); err != nil {
 			return err
 		}
@@ -156,6 +159,27 @@ func writeExplanation(w io.Writer, res *pkgconsumer.Explanation) {
 		fmt.Fprintf(w, "  %s\n", output.Escape(fd.Summary))
 		fmt.Fprintf(w, "  evidence: %s\n", output.Escape(evidenceText(fd.Evidence)))
 		fmt.Fprintf(w, "  try:      %s\n", output.Escape(fd.Command))
+	}
+}
+
+// writeRecent adds what the event record says happened to the consumer
+// in the last hour, where the account has a recorder (jetctl events
+// record); a record that cannot be read is left out, said at --verbose.
+func writeRecent(ctx context.Context, f *factory.Factory, w io.Writer, js jetstream.JetStream, stream, consumer string) {
+	r, err := events.ReadRecent(ctx, js, events.RecentConfig{Stream: stream, Consumer: consumer})
+	if err != nil {
+		f.Logger().Debug("consumer explain: the event record", "error", err)
+	}
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nrecorded in the last hour (jetctl events timeline --stream %s --consumer %s --since 1h):\n", stream, consumer)
+	lines := r.Lines(events.RecentWindow)
+	if len(lines) == 0 {
+		lines = []string{"no leader election, dead letter or jetctl change"}
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", output.Escape(l))
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/pkg/consumer"
+	"github.com/jetctl/jetctl/pkg/events"
 )
 
 // Status is the JSON form of `jetctl status`.
@@ -31,6 +32,9 @@ type Status struct {
 	// Consumers are those of the streams listed (not of KV, object store
 	// or DLQ streams), the unhealthy first: the rows of `consumer ls`.
 	Consumers []*consumer.State `json:"consumers"`
+	// Events is what the event record says happened in the last hour
+	// (jetctl events record); left out without a recorder.
+	Events *events.Recent `json:"events,omitempty"`
 }
 
 // Account is the account's JetStream usage and limits; -1 means unlimited.
@@ -112,6 +116,10 @@ cut; -o json always has every subject.`,
 			st, err := Gather(cmd.Context(), js, health.Thresholds(), health.Fixed())
 			if err != nil {
 				return err
+			}
+			st.Events, err = events.ReadRecent(cmd.Context(), js, events.RecentConfig{})
+			if err != nil {
+				f.Logger().Debug("status: the event record", "error", err)
 			}
 			cmdconsumer.ThresholdWarnings(f.IO.ErrOut, st.Consumers)
 			if err := p.Print(st, func() []output.Table { return tables(st, tableWidth(f)) }); err != nil {
@@ -331,6 +339,17 @@ func tables(st *Status, width int) []output.Table {
 			cons.Row(c.Consumer, c.Stream, string(c.Health), humanize.Comma(int64(c.Unprocessed)), cmdconsumer.AckPendingCell(c), cmdconsumer.LagCell(c), c.HealthReason)
 		}
 		out = append(out, cons)
+	}
+	if st.Events != nil {
+		ev := output.Table{Header: []string{"events, last hour (jetctl events timeline --since 1h)"}}
+		lines := st.Events.Lines(events.RecentWindow)
+		if len(lines) == 0 {
+			lines = []string{"no leader election, dead letter or jetctl change"}
+		}
+		for _, l := range lines {
+			ev.Row(l)
+		}
+		out = append(out, ev)
 	}
 	if len(st.KV) > 0 {
 		kv := output.Table{Header: []string{"kv bucket", "values", "bytes", "history", "ttl", "storage", "replicas"}}

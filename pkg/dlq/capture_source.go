@@ -104,10 +104,8 @@ func ReadRecorder(cfg *jetstream.StreamConfig, filters []string, start uint64) {
 // recorder whose hand-over has not finished (see pkg/events) does not own
 // them yet; a stream of that name that jetctl did not make is ignored.
 func usableRecorder(ctx context.Context, js jetstream.JetStream) (*jetstream.StreamInfo, error) {
-	info, err := recorder.Lookup(ctx, js)
+	info, err := recorder.Find(ctx, js)
 	switch {
-	case errors.Is(err, recorder.ErrNotRecorder):
-		return nil, nil
 	case err != nil:
 		return nil, err
 	case info == nil || !recorder.Owns(&info.Config, recorder.ConsumerFamily):

@@ -31,6 +31,10 @@ type TimelineConfig struct {
 	// Follow reads on past the end for new events (tail); New starts
 	// at new events (a tail without a start).
 	Follow, New bool
+
+	// subjects, when set, are the recorder's subjects to read instead of
+	// Stream's and Consumer's, and the recorder alone is read (Recent).
+	subjects []string
 }
 
 // Validate checks cfg without contacting anything.
@@ -95,7 +99,7 @@ func plan(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig) ([]pa
 	if err := cfg.Validate(time.Now()); err != nil {
 		return nil, err
 	}
-	rec, err := recorder.Lookup(ctx, js)
+	rec, err := recorder.Find(ctx, js)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +107,9 @@ func plan(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig) ([]pa
 		return nil, ErrNoRecorder
 	}
 	filters := recorderFilters(cfg.Stream, cfg.Consumer)
-	if err := known(ctx, js, cfg, filters); err != nil {
+	if cfg.subjects != nil {
+		filters = cfg.subjects
+	} else if err := known(ctx, js, cfg, filters); err != nil {
 		return nil, err
 	}
 	// The recorder is read by one ordered consumer, filtered by the
@@ -115,6 +121,9 @@ func plan(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig) ([]pa
 		rp.filters = filters
 	}
 	parts := []part{rp}
+	if cfg.subjects != nil {
+		return parts, nil
+	}
 	l := js.ListStreams(ctx)
 	for si := range l.Info() {
 		c := &si.Config

@@ -57,7 +57,8 @@ func IsRecorder(cfg *jetstream.StreamConfig) bool {
 // ErrNotRecorder: a stream named JETCTL_EVENTS that jetctl did not make.
 var ErrNotRecorder = errors.New("exists and was not made by jetctl events record")
 
-// Lookup returns the recorder's info, nil when there is none.
+// Lookup returns the recorder's info, nil when there is none, and
+// ErrNotRecorder for a stream of that name that jetctl did not make.
 func Lookup(ctx context.Context, js jetstream.JetStream) (*jetstream.StreamInfo, error) {
 	s, err := js.Stream(ctx, Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -71,6 +72,31 @@ func Lookup(ctx context.Context, js jetstream.JetStream) (*jetstream.StreamInfo,
 		return nil, fmt.Errorf("stream %q %w", Stream, ErrNotRecorder)
 	}
 	return info, nil
+}
+
+// Find is Lookup for the commands that only read the recorder when there
+// is one (the timeline, dlq setup, consumer explain, status): it asks
+// which streams capture the audit records first, so that an account
+// without a recorder sees no failed request (the server counts every
+// "stream not found" among the account's API errors, which status shows).
+// A stream named JETCTL_EVENTS that jetctl did not make is no recorder.
+func Find(ctx context.Context, js jetstream.JetStream) (*jetstream.StreamInfo, error) {
+	names := js.StreamNames(ctx, jetstream.WithStreamListSubject(AuditPrefix+".>"))
+	found := false
+	for n := range names.Name() {
+		found = found || n == Stream
+	}
+	if err := names.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		return nil, fmt.Errorf("listing streams: %w", err)
+	}
+	if !found {
+		return nil, nil
+	}
+	info, err := Lookup(ctx, js)
+	if errors.Is(err, ErrNotRecorder) {
+		return nil, nil
+	}
+	return info, err
 }
 
 // Owns reports whether the recorder (cfg) owns subject's family.
