@@ -10,6 +10,7 @@ import (
 
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
+	pkgevents "github.com/jetctl/jetctl/pkg/events"
 	pkglease "github.com/jetctl/jetctl/pkg/lease"
 	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/natsconn"
@@ -45,6 +46,9 @@ func TestSentinelCodes(t *testing.T) {
 		{"migrate.ErrUnreachable", pkgmigrate.ErrUnreachable, "the target's server cannot reach the source", Usage},
 		{"migrate.ErrBusy", pkgmigrate.ErrBusy, "another migration of the stream is running", Failure},
 		{"natsconn.ErrContext", natsconn.ErrContext, "nats context", Usage},
+		{"events.ErrInvalid", pkgevents.ErrInvalid, "invalid", Usage},
+		{"events.ErrNotFound", pkgevents.ErrNotFound, "not found", NotFound},
+		{"events.ErrNoRecorder", pkgevents.ErrNoRecorder, "no event recorder in this account: run jetctl events record", NotFound},
 		// Error types.
 		{"consumer.RefusedError", &pkgconsumer.RefusedError{Stream: "S", Consumer: "C", Reason: "gone", EarliestSeq: 7},
 			`stream "S": consumer "C": refusing to rewind: gone; the earliest it can start from is seq 7 (--to-seq 7, or --to-start); nothing was changed`, NotFound},
