@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/cmd/streamflags"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
@@ -158,9 +159,16 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if perr := printRepublishJSON(f, o, p, sum); perr != nil && err == nil {
 		err = perr
 	}
-	// A republish that stored nothing failed; one that stored some, partly.
+	return outcome(o.to != "", sum, err)
+}
+
+// outcome is the exit of a finished run: a republish that stored nothing
+// failed; one that stored some, partly. Copies left unconfirmed when the run
+// was not interrupted (the target stopped acknowledging, and the wait for
+// it ended) are not known to be stored: that is partial too, never success.
+func outcome(republish bool, sum replay.Summary, err error) error {
 	partial := exitcode.Partial
-	if o.to != "" && sum.Messages+sum.Duplicates == 0 {
+	if republish && sum.Messages+sum.Duplicates == 0 {
 		partial = exitcode.Failure
 	}
 	if errors.Is(err, replay.ErrTargetFailing) {
@@ -171,6 +179,9 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	}
 	if len(sum.Failed) > 0 {
 		return exitcode.Silent(partial)
+	}
+	if sum.Unconfirmed > 0 {
+		return exitcode.New(partial, fmt.Errorf("%s sent and not acknowledged: they may or may not be stored (a re-run with --checkpoint settles them)", output.Plural(sum.Unconfirmed, "message")))
 	}
 	return nil
 }
