@@ -11,9 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/cmd/streamflags"
+	"github.com/jetctl/jetctl/pkg/audit"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
 )
@@ -158,6 +161,13 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if perr := printRepublishJSON(f, o, p, sum); perr != nil && err == nil {
 		err = perr
 	}
+	err = result(o, sum, err)
+	auditRepublish(ctx, f, o, stream, sum, err)
+	return err
+}
+
+// result is how a replay ends.
+func result(o *options, sum replay.Summary, err error) error {
 	// A republish that stored nothing failed; one that stored some, partly.
 	partial := exitcode.Partial
 	if o.to != "" && sum.Messages+sum.Duplicates == 0 {
@@ -173,4 +183,31 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		return exitcode.Silent(partial)
 	}
 	return nil
+}
+
+// auditRepublish records a republish (--to) that stored messages; a
+// replay to stdout or a file changes no server and writes no record.
+func auditRepublish(ctx context.Context, f *factory.Factory, o *options, stream string, sum replay.Summary, err error) {
+	if o.to == "" || o.dryRun || sum.Messages == 0 {
+		return
+	}
+	if stream == "" {
+		stream = sum.Stream
+	}
+	target := o.to
+	switch {
+	case o.toServer != "":
+		target += " on server " + natsconn.RedactURL(o.toServer)
+	case o.toContext != "":
+		target += " through context " + o.toContext
+	}
+	summary := fmt.Sprintf("republished %s to %s", output.Plural(sum.Messages, "message"), target)
+	if sum.FirstSeq > 0 {
+		summary += fmt.Sprintf(" (seq %d..%d)", sum.FirstSeq, sum.LastSeq)
+	}
+	auditlog.Write(ctx, f, audit.Change{Stream: stream, Action: "republish", Summary: summary, Err: err, Target: target,
+		Counts: map[string]int64{
+			"messages": int64(sum.Messages), "bytes": int64(sum.Bytes), "duplicates": int64(sum.Duplicates),
+			"unconfirmed": int64(sum.Unconfirmed), "failed": int64(len(sum.Failed)),
+		}})
 }
