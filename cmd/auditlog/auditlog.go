@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/user"
 	"strings"
@@ -67,6 +68,9 @@ func Origin(f *factory.Factory) (audit.Origin, audit.Masker) {
 		var pass string
 		natsUser, pass, _ = strings.Cut(r.User, ":")
 		m.Secrets = append(m.Secrets, pass)
+		if natsUser == "" {
+			natsUser = urlUser(r.Server)
+		}
 	}
 	args := f.Args
 	if args == nil {
@@ -105,4 +109,18 @@ func message(err error) error {
 		return errors.New("interrupted")
 	}
 	return fmt.Errorf("exit %d", exitcode.Of(err))
+}
+
+// urlUser is the user name of the first server URL, nats://user:pw@host;
+// none for a token (nats://token@host), which is a secret.
+func urlUser(servers string) string {
+	first, _, _ := strings.Cut(servers, ",")
+	u, err := url.Parse(strings.TrimSpace(first))
+	if err != nil || u.User == nil {
+		return ""
+	}
+	if _, hasPass := u.User.Password(); !hasPass {
+		return ""
+	}
+	return u.User.Username()
 }
