@@ -68,8 +68,10 @@ func Origin(f *factory.Factory) (audit.Origin, audit.Masker) {
 		var pass string
 		natsUser, pass, _ = strings.Cut(r.User, ":")
 		m.Secrets = append(m.Secrets, pass)
+		user, secrets := urlCredentials(r.Server)
+		m.Secrets = append(m.Secrets, secrets...)
 		if natsUser == "" {
-			natsUser = urlUser(r.Server)
+			natsUser = user
 		}
 	}
 	args := f.Args
@@ -111,16 +113,24 @@ func message(err error) error {
 	return fmt.Errorf("exit %d", exitcode.Of(err))
 }
 
-// urlUser is the user name of the first server URL, nats://user:pw@host;
-// none for a token (nats://token@host), which is a secret.
-func urlUser(servers string) string {
-	first, _, _ := strings.Cut(servers, ",")
-	u, err := url.Parse(strings.TrimSpace(first))
-	if err != nil || u.User == nil {
-		return ""
+// urlCredentials are the user name of the first server URL
+// (nats://user:pw@host) and the secrets of every URL: the passwords, and
+// the tokens (nats://token@host), which are no user names.
+func urlCredentials(servers string) (user string, secrets []string) {
+	for i, s := range strings.Split(servers, ",") {
+		u, err := url.Parse(strings.TrimSpace(s))
+		if err != nil || u.User == nil {
+			continue
+		}
+		pass, hasPass := u.User.Password()
+		if !hasPass {
+			secrets = append(secrets, u.User.Username())
+			continue
+		}
+		secrets = append(secrets, pass)
+		if i == 0 {
+			user = u.User.Username()
+		}
 	}
-	if _, hasPass := u.User.Password(); !hasPass {
-		return ""
-	}
-	return u.User.Username()
+	return user, secrets
 }
