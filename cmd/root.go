@@ -76,6 +76,7 @@ else to stderr. Exit codes are the same for every command: see
 			// context carries: the one --verbose and --trace turn up.
 			cmd.SetContext(logctx.With(cmd.Context(), f.Logger()))
 			f.SetContext(cmd.Context())
+			f.Command = strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 			if formats := cmd.Annotations[factory.FormatsAnnotation]; formats != "" {
 				f.ExtraFormats = strings.Split(formats, ",")
 			}
@@ -277,6 +278,7 @@ func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*o
 		}
 	}()
 	f := factory.New(ios)
+	f.Args = append([]string{"jetctl"}, args...)
 	defer f.Close()
 	root := NewRoot(f)
 	if name, pluginArgs, globals, ok := findPlugin(root, f, args); ok {
@@ -356,6 +358,7 @@ func runInProcess(ctx context.Context, url string, args []string, out io.Writer)
 		return os.Getenv(name)
 	}
 	f.Conn.NoContext = true
+	f.Args = append([]string{"jetctl"}, args...)
 	defer f.Close()
 	root := NewRoot(f)
 	root.SetArgs(args)

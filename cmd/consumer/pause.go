@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 )
 
@@ -79,6 +81,7 @@ changes nothing. --dry-run checks the consumer exists, changing nothing.`,
 			if err != nil {
 				return err
 			}
+			auditPause(cmd.Context(), f, st, false)
 			return printPause(f, p.Format, st, false, func() error { return p.Print(st, nil) })
 		},
 	}
@@ -122,7 +125,25 @@ func runPause(ctx context.Context, f *factory.Factory, o *pauseOptions, stream, 
 	if err != nil {
 		return err
 	}
+	auditPause(ctx, f, st, indefinite)
 	return printPause(f, p.Format, st, indefinite, func() error { return p.Print(st, nil) })
+}
+
+// auditPause records a pause, or a resume of a paused consumer: what
+// changed the server (a dry run and a resume of a consumer that was not
+// paused did not).
+func auditPause(ctx context.Context, f *factory.Factory, st *pkgconsumer.PauseState, indefinite bool) {
+	if st.DryRun || (!st.Paused && !st.WasPaused) {
+		return
+	}
+	c := audit.Change{Stream: st.Stream, Consumer: st.Consumer, Action: "resume", Summary: "resumed: it delivers again"}
+	if st.Paused {
+		c.Action, c.Summary = "pause", "paused until resumed"
+		if !indefinite && st.PauseUntil != nil {
+			c.Summary = "paused until " + st.PauseUntil.UTC().Format(time.RFC3339)
+		}
+	}
+	auditlog.Write(ctx, f, c)
 }
 
 // printPause says what a pause or resume did; indefinite: a pause until

@@ -9,8 +9,10 @@ import (
 	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 )
 
@@ -126,6 +128,7 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 	if err != nil {
 		return err
 	}
+	auditRewind(ctx, f, res)
 	if p.Format != "table" || f.Output.JQ != "" {
 		return p.Print(res, nil)
 	}
@@ -154,4 +157,27 @@ func runRewind(ctx context.Context, f *factory.Factory, o *rewindOptions, stream
 	fmt.Fprintf(f.IO.Out, "rewound %s > %s to seq %d %s: %s to deliver (was delivered up to seq %d, ack floor %d)\n",
 		stream, consumer, res.StartSeq, how, english.Plural(int(res.Redeliver), "message", "messages"), res.DeliveredBefore, res.AckFloorBefore)
 	return nil
+}
+
+// auditRewind records a rewind that was made (not a dry run).
+func auditRewind(ctx context.Context, f *factory.Factory, res *pkgconsumer.RewindResult) {
+	if res.DryRun {
+		return
+	}
+	summary := fmt.Sprintf("rewound to seq %d with the consumer %s: %s to deliver", res.StartSeq, res.Method, english.Plural(int(res.Redeliver), "message", "messages"))
+	switch {
+	case res.Finished:
+		summary = fmt.Sprintf("finished rewinding to seq %d (the recreate a killed run began): %s to deliver", res.StartSeq, english.Plural(int(res.Redeliver), "message", "messages"))
+	case res.Method == pkgconsumer.RewindRecreate:
+		summary = fmt.Sprintf("rewound to seq %d by recreating the durable (%s): %s to deliver", res.StartSeq, res.Reason, english.Plural(int(res.Redeliver), "message", "messages"))
+	case res.Method == pkgconsumer.RewindReset:
+		summary = fmt.Sprintf("rewound to seq %d with the consumer reset API: %s to deliver", res.StartSeq, english.Plural(int(res.Redeliver), "message", "messages"))
+	}
+	auditlog.Write(ctx, f, audit.Change{Stream: res.Stream, Consumer: res.Consumer, Action: "rewind", Summary: summary,
+		Counts: map[string]int64{
+			"start_seq":                   int64(res.StartSeq),
+			"redeliver":                   int64(res.Redeliver),
+			"delivered_stream_seq_before": int64(res.DeliveredBefore),
+			"ack_floor_stream_seq_before": int64(res.AckFloorBefore),
+		}})
 }

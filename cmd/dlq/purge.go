@@ -8,8 +8,10 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 )
 
@@ -72,8 +74,15 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 	}
 	start := time.Now()
 	recs := newRecords[pkgdlq.Entry](p, listRecords)
+	// source is the stream whose dead letters go, for the audit record.
+	source := o.stream
 	n, bytes, err := pkgdlq.Purge(ctx, js, pkgdlq.PurgeConfig{DLQStream: stream, Select: sel, DryRun: o.dryRun,
-		OnRecord: func(e pkgdlq.Entry) { recs.add(e, false) }})
+		OnRecord: func(e pkgdlq.Entry) {
+			recs.add(e, false)
+			if source == "" {
+				source = e.SourceStream
+			}
+		}})
 	if err == nil && n == 0 {
 		// One line for a consumer that does not exist, not a summary of nothing.
 		if err := unknownConsumer(ctx, js, stream, o.consumer); err != nil {
@@ -103,7 +112,15 @@ func runPurge(ctx context.Context, f *factory.Factory, o *purgeOptions) error {
 	if recs.err != nil && err == nil {
 		err = recs.err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s %s (%s) in %.2fs\n", stream, verb, plural(n, "message", "messages"), humanize.IBytes(uint64(bytes)), sum.Seconds)
+	line := fmt.Sprintf("%s: %s %s (%s) in %.2fs", stream, verb, plural(n, "message", "messages"), humanize.IBytes(uint64(bytes)), sum.Seconds)
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s\n", line)
+	if !o.dryRun && n > 0 {
+		if source == "" {
+			source = stream
+		}
+		auditlog.Write(ctx, f, audit.Change{Stream: source, Consumer: o.consumer, Action: "purge", Summary: line, Err: err, Target: stream,
+			Counts: map[string]int64{"deleted": int64(n), "bytes": bytes}})
+	}
 	return err
 }
 

@@ -9,9 +9,11 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 )
 
@@ -114,12 +116,17 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 		return err
 	}
 	recs := newRecords[pkgdlq.RedriveRecord](p, listRecords)
+	// source is the stream the messages go back to, for the audit record.
+	source := o.stream
 	bar := f.NewProgress(-1, "redriving", o.noProgress)
 	sum, err := pkgdlq.Redrive(ctx, js, pkgdlq.RedriveConfig{
 		DLQStream: stream, Select: sel, To: o.to, Rate: o.rate, Max: o.max, MaxRedrives: o.maxRedrives,
 		DryRun: o.dryRun, Keep: o.keep, AllConsumers: o.all, LockTTL: o.lockTTL,
 		OnRecord: func(r pkgdlq.RedriveRecord) {
 			recs.add(r, r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused)
+			if source == "" {
+				source = r.SourceStream
+			}
 		},
 		Progress: func(s pkgdlq.RedriveSummary) { bar.Set(int64(s.Redriven + s.Duplicates)) },
 	})
@@ -161,18 +168,27 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	if o.dryRun {
 		verb, n, dups = "would be redriven", sum.WouldRedriv, ""
 	}
-	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %d selected, %d %s (%s)%s, %d refused, %d failed in %.2fs, %s msgs/s\n",
+	line := fmt.Sprintf("%s: %d selected, %d %s (%s)%s, %d refused, %d failed in %.2fs, %s msgs/s",
 		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), dups, sum.Refused, sum.Failed, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
-	if err != nil {
-		return err
+	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s\n", line)
+	switch {
+	case err != nil:
+	case recs.err != nil:
+		err = recs.err
+	case sum.Failed > 0:
+		err = exitcode.Newf(exitcode.Partial, "%s could not be redriven", plural(sum.Failed, "message", "messages"))
 	}
-	if recs.err != nil {
-		return recs.err
+	if !o.dryRun && sum.Redriven+sum.Duplicates > 0 {
+		if source == "" {
+			source = stream
+		}
+		auditlog.Write(ctx, f, audit.Change{Stream: source, Consumer: o.consumer, Action: "redrive", Summary: line, Err: err, Target: stream,
+			Counts: map[string]int64{
+				"selected": int64(sum.Selected), "redriven": int64(sum.Redriven), "duplicates": int64(sum.Duplicates),
+				"refused": int64(sum.Refused), "failed": int64(sum.Failed), "bytes": sum.Bytes,
+			}})
 	}
-	if sum.Failed > 0 {
-		return exitcode.Newf(exitcode.Partial, "%s could not be redriven", plural(sum.Failed, "message", "messages"))
-	}
-	return nil
+	return err
 }
 
 // redriveStatus is a record's status for people: "redriven", or "refused: why".

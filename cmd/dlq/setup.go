@@ -10,9 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
@@ -88,6 +90,7 @@ message sent there.`,
 			if err != nil {
 				return err
 			}
+			auditSetup(cmd.Context(), f, res)
 			if err := p.Print(res, func() []output.Table {
 				t := output.Table{Header: []string{"kind", "name", "action", "detail"}}
 				for _, r := range res.Resources {
@@ -207,4 +210,29 @@ func validateStream(s string) error {
 		return exitcode.UsageErrorf("%v", err)
 	}
 	return nil
+}
+
+// auditSetup records each resource setup created or changed: the capture
+// and DLQ streams and the sweep's durable under their own names, a retry
+// subject under the source stream (and its consumer).
+func auditSetup(ctx context.Context, f *factory.Factory, res *pkgdlq.SetupResult) {
+	var changes []audit.Change
+	for _, r := range res.Resources {
+		action := ""
+		switch r.Action {
+		case pkgdlq.ActionCreated:
+			action = "create"
+		case pkgdlq.ActionUpdated:
+			action = "update"
+		default:
+			continue
+		}
+		stream, consumer, _ := strings.Cut(r.Name, " > ")
+		summary := fmt.Sprintf("%s %s %s", r.Action, r.Kind, r.Name)
+		if r.Detail != "" {
+			summary += ": " + r.Detail
+		}
+		changes = append(changes, audit.Change{Stream: stream, Consumer: consumer, Action: action, Summary: summary, Target: res.Stream})
+	}
+	auditlog.Write(ctx, f, changes...)
 }

@@ -10,9 +10,11 @@ import (
 	"github.com/dustin/go-humanize/english"
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 )
 
@@ -162,16 +164,40 @@ func runSweep(ctx context.Context, f *factory.Factory, o *sweepOptions) error {
 		}
 	}
 	printSweepSummary(f, o, sum)
-	if err != nil {
+	err = sweepError(err, recs.err, sum)
+	if !o.dryRun && sum.Moved+sum.SourceDeleted+sum.TooLarge > 0 {
+		auditlog.Write(ctx, f, audit.Change{Stream: o.stream, Consumer: oneConsumer(o.consumers), Action: "sweep",
+			Summary: sweepLine(o, sum), Err: err, Target: sum.DLQStream,
+			Counts: map[string]int64{
+				"found": int64(sum.Found), "moved": int64(sum.Moved), "already_moved": int64(sum.AlreadyMoved),
+				"gone_before_sweep": int64(sum.Gone), "failed": int64(sum.Failed), "too_large": int64(sum.TooLarge),
+				"source_deleted": int64(sum.SourceDeleted), "source_kept": int64(sum.SourceKept), "bytes": sum.Bytes,
+			}})
+	}
+	return err
+}
+
+// sweepError is how a sweep ends: its own error, else the first record
+// that could not be printed, else exit 4 when messages failed to move.
+func sweepError(err, printErr error, sum *pkgdlq.SweepSummary) error {
+	switch {
+	case err != nil:
 		return err
-	}
-	if recs.err != nil {
-		return recs.err
-	}
-	if sum.Failed > 0 {
+	case printErr != nil:
+		return printErr
+	case sum.Failed > 0:
 		return exitcode.Newf(exitcode.Partial, "%s could not be moved; run the sweep again to retry them", plural(sum.Failed, "dead message", "dead messages"))
 	}
 	return nil
+}
+
+// oneConsumer is the consumer a command is limited to, for its audit
+// record's subject: "" for none or several.
+func oneConsumer(consumers []string) string {
+	if len(consumers) == 1 {
+		return consumers[0]
+	}
+	return ""
 }
 
 // sweepStatus is a record's status for people: "moved", or "failed: why".
@@ -188,19 +214,23 @@ func sweepStatus(r pkgdlq.Record) string {
 
 func printSweepSummary(f *factory.Factory, o *sweepOptions, s *pkgdlq.SweepSummary) {
 	w := f.IO.ErrOut
+	fmt.Fprintf(w, "jetctl: %s\n", sweepLine(o, s))
+	for _, skipped := range s.ScanSkipped {
+		fmt.Fprintf(w, "jetctl: scan skipped %s\n", skipped)
+	}
+}
+
+// sweepLine is the summary of a sweep: what it moved (or would move).
+func sweepLine(o *sweepOptions, s *pkgdlq.SweepSummary) string {
 	tooLarge := ""
 	if s.TooLarge > 0 {
 		tooLarge = fmt.Sprintf(", %d too large to copy (kept in the source, a pointer in the DLQ)", s.TooLarge)
 	}
 	if o.dryRun {
-		fmt.Fprintf(w, "jetctl: dry run: %s found in %s, %d would move to %s (%s)%s, %d already moved, %d gone before sweep\n",
+		return fmt.Sprintf("dry run: %s found in %s, %d would move to %s (%s)%s, %d already moved, %d gone before sweep",
 			plural(s.Found, "dead message", "dead messages"), s.Stream, s.WouldMove, s.DLQStream, humanize.IBytes(uint64(s.Bytes)), tooLarge, s.AlreadyMoved, s.Gone)
-	} else {
-		fmt.Fprintf(w, "jetctl: swept %s into %s: %d found, %d moved, %d already moved, %d gone before sweep, %d failed%s; source: %d deleted, %d kept; %d duplicate and %d ignored %s; %s in %.2fs\n",
-			s.Stream, s.DLQStream, s.Found, s.Moved, s.AlreadyMoved, s.Gone, s.Failed, tooLarge, s.SourceDeleted, s.SourceKept, s.Duplicates, s.Ignored,
-			english.PluralWord(s.Duplicates+s.Ignored, "advisory", "advisories"), humanize.IBytes(uint64(s.Bytes)), s.Seconds)
 	}
-	for _, skipped := range s.ScanSkipped {
-		fmt.Fprintf(w, "jetctl: scan skipped %s\n", skipped)
-	}
+	return fmt.Sprintf("swept %s into %s: %d found, %d moved, %d already moved, %d gone before sweep, %d failed%s; source: %d deleted, %d kept; %d duplicate and %d ignored %s; %s in %.2fs",
+		s.Stream, s.DLQStream, s.Found, s.Moved, s.AlreadyMoved, s.Gone, s.Failed, tooLarge, s.SourceDeleted, s.SourceKept, s.Duplicates, s.Ignored,
+		english.PluralWord(s.Duplicates+s.Ignored, "advisory", "advisories"), humanize.IBytes(uint64(s.Bytes)), s.Seconds)
 }

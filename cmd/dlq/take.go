@@ -8,9 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 )
@@ -97,6 +99,13 @@ func runTake(ctx context.Context, f *factory.Factory, o *takeOptions) error {
 	res, err := pkgdlq.Take(ctx, js, pkgdlq.TakeConfig{Stream: o.stream, Consumer: o.consumer, Seq: o.seq, By: takenBy(), DryRun: o.dryRun, AtStep: factory.KillAt(ctx, f)})
 	if res == nil {
 		return err
+	}
+	if res.Status == pkgdlq.StatusTaken {
+		auditlog.Write(ctx, f, audit.Change{Stream: res.Stream, Consumer: res.Consumer, Action: "take", Err: err, Target: res.DLQStream,
+			Summary: fmt.Sprintf("took seq %d out of the consumer's way: %s seq %d (%s), terminated for it alone (ack floor %d -> %d); source: %s",
+				res.Seq, res.DLQStream, res.DLQSeq, res.Copy, res.AckFloorBefore, res.AckFloorAfter, res.Source),
+			Counts: map[string]int64{"seq": int64(res.Seq), "dlq_seq": int64(res.DLQSeq),
+				"ack_floor_before": int64(res.AckFloorBefore), "ack_floor_after": int64(res.AckFloorAfter)}})
 	}
 	if p.Format != "table" {
 		if perr := p.Print(res, nil); perr != nil {

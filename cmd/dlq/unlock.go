@@ -64,18 +64,21 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 	if err != nil {
 		return err
 	}
-	var key string
+	key, stream := "", o.stream
 	if o.redrive {
-		stream, err := oneDLQ(ctx, js, o.streamFlags)
+		dlqStream, err := oneDLQ(ctx, js, o.streamFlags)
 		if err != nil {
 			return err
 		}
-		key = pkgdlq.RedriveLockKey(stream)
+		key = pkgdlq.RedriveLockKey(dlqStream)
+		if stream == "" {
+			stream = dlqStream
+		}
 	} else {
 		if _, err := js.Stream(ctx, o.stream); err != nil {
 			return fmt.Errorf("stream %q: %w", o.stream, err)
 		}
 		key = pkgdlq.SweepLockKey(o.stream)
 	}
-	return lease.Unlock(ctx, f, p, js, key, o.dryRun, o.yes)
+	return lease.Unlock(ctx, f, p, js, stream, key, o.dryRun, o.yes)
 }

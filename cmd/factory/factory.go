@@ -31,6 +31,15 @@ type Factory struct {
 	Trace   bool
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
+	// NoAudit turns off the audit records of the commands that change the
+	// server (--no-audit, $JETCTL_NO_AUDIT).
+	NoAudit bool
+	// Args is the command line as given (jetctl first), for audit
+	// records; Main and the demo set it (os.Args when not set).
+	Args []string
+	// Command is the running command's path without "jetctl" ("consumer
+	// rewind"); the root sets it before the command runs.
+	Command string
 	// ExtraFormats are the -o values the running command renders itself
 	// besides output.Formats (check's nagios and prometheus); the root
 	// sets them from the command's FormatsAnnotation.
@@ -65,6 +74,7 @@ func (f *Factory) BindFlags(fs *pflag.FlagSet) {
 		}
 	}
 	tlsFirst, _ := strconv.ParseBool(f.Getenv("NATS_TLSFIRST"))
+	noAudit, _ := strconv.ParseBool(f.Getenv("JETCTL_NO_AUDIT"))
 	c := &f.Conn
 	fs.StringVarP(&c.Server, "server", "s", env("NATS_URL", ""), "NATS server URLs, comma separated ($NATS_URL)")
 	fs.StringVar(&c.Context, "context", env("NATS_CONTEXT", ""), "natscli context to use ($NATS_CONTEXT)")
@@ -85,6 +95,7 @@ func (f *Factory) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Output.JQ, "jq", "", "jq program applied to the JSON output")
 	fs.BoolVar(&f.Verbose, "verbose", false, "log what jetctl does to stderr")
 	fs.BoolVar(&f.Trace, "trace", false, "log jetctl's JetStream API requests and replies to stderr (values masked)")
+	fs.BoolVar(&f.NoAudit, "no-audit", noAudit, "write no audit record of what this command changes on the server ($JETCTL_NO_AUDIT=1)")
 }
 
 // Logger logs to stderr: warnings always, debug with --verbose or --trace.
@@ -150,6 +161,15 @@ func (f *Factory) JetStream(ctx context.Context) (jetstream.JetStream, error) {
 	f.js = js
 	return js, nil
 }
+
+// Connected returns the JetStream API when the command has connected,
+// else nil; it never connects: for what a command writes after its work
+// (audit records), which a command that never connected has no cause for.
+func (f *Factory) Connected() jetstream.JetStream { return f.js }
+
+// Resolved returns the connection settings once resolved (by connecting),
+// else nil.
+func (f *Factory) Resolved() *natsconn.Resolved { return f.resolved }
 
 // DropClosedConnection forgets a connection that nats.go has closed for
 // good (it gave up reconnecting), so that the next use connects afresh:

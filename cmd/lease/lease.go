@@ -12,9 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/audit"
 	pkglease "github.com/jetctl/jetctl/pkg/lease"
 )
 
@@ -49,9 +51,10 @@ func Begin(ctx context.Context, f *factory.Factory, dryRun, yes bool) (*output.P
 	return p, js, nil
 }
 
-// Unlock shows who holds the lease key and, unless dryRun, removes it,
-// asking first unless yes. No lease is no error: it says so on stderr.
-func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, key string, dryRun, yes bool) error {
+// Unlock shows who holds the lease key (of a sweep, redrive or migration
+// of stream) and, unless dryRun, removes it, asking first unless yes. No
+// lease is no error: it says so on stderr.
+func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetstream.JetStream, stream, key string, dryRun, yes bool) error {
 	lease, err := pkglease.Get(ctx, js, key)
 	if errors.Is(err, pkglease.ErrNone) {
 		fmt.Fprintf(f.IO.ErrOut, "jetctl: nobody holds lease %s; nothing to unlock\n", key)
@@ -79,6 +82,8 @@ func Unlock(ctx context.Context, f *factory.Factory, p *output.Printer, js jetst
 			return err
 		}
 		rec.Action = "unlocked"
+		auditlog.Write(ctx, f, audit.Change{Stream: stream, Action: "unlock",
+			Summary: fmt.Sprintf("removed lease %s held by %s (%s)", key, lease.Describe(), strings.ReplaceAll(rec.State, "_", " "))})
 	}
 	return p.Print(rec, func() []output.Table {
 		t := output.Table{Header: []string{"lease", "holder", "pid", "since", "renewed", "ttl", "state", "action"}}

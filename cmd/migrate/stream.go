@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,8 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/pkg/audit"
 	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
@@ -182,6 +185,7 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 	cfg.AtStep = factory.KillAt(ctx, f)
 	sum, err := pkgmigrate.Stream(ctx, src, dst, cfg)
 	bar.Finish()
+	auditStream(ctx, f, o, stream, sum, err)
 	if err != nil {
 		if natsconn.Interrupted(ctx) {
 			fmt.Fprintln(f.IO.ErrOut, "jetctl: interrupted; the migration's state is kept on the server: run the same command again to continue")
@@ -284,4 +288,36 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 	}
 	return fmt.Sprintf("copied %s to %s: %s, verified; %s stays a mirror of %s until a run with --cutover; took %s",
 		s.Stream, target, msgs, s.Target, s.Stream, s.Elapsed.Round(time.Millisecond))
+}
+
+// auditStream records a migration that changed something: one that
+// copied or cut over, or one that stopped midway (interrupted, or
+// partly done: its state is kept on the server). A dry run, a migration
+// found done already and one refused before it began write none.
+func auditStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream string, sum *pkgmigrate.Summary, err error) {
+	action := "copy"
+	if o.cutover {
+		action = "cutover"
+	}
+	c := audit.Change{Stream: stream, Action: action, Target: o.describeTarget(stream)}
+	switch {
+	case err != nil:
+		if code := exitcode.Of(err); code != exitcode.Partial && code != exitcode.Interrupted && !natsconn.Interrupted(ctx) {
+			return
+		}
+		c.Err = err
+		if natsconn.Interrupted(ctx) {
+			c.Err = errors.New("interrupted")
+		}
+		c.Summary = "migration to " + c.Target + " stopped; its state is kept on the server: the same command run again continues it"
+	case sum == nil || sum.DryRun || sum.AlreadyDone:
+		return
+	default:
+		c.Summary = summaryLine(sum, c.Target)
+		c.Counts = map[string]int64{
+			"messages": int64(sum.Messages), "bytes": int64(sum.Bytes), "first_seq": int64(sum.FirstSeq), "last_seq": int64(sum.LastSeq),
+			"consumers": int64(len(sum.Consumers)), "write_outage_ms": sum.WriteOutage.Milliseconds(),
+		}
+	}
+	auditlog.Write(ctx, f, c)
 }

@@ -54,5 +54,5 @@ func runUnlock(ctx context.Context, f *factory.Factory, o *unlockOptions) error 
 	if err != nil {
 		return err
 	}
-	return lease.Unlock(ctx, f, p, js, pkgmigrate.LockKey(o.stream), o.dryRun, o.yes)
+	return lease.Unlock(ctx, f, p, js, o.stream, pkgmigrate.LockKey(o.stream), o.dryRun, o.yes)
 }

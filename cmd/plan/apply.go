@@ -189,6 +189,7 @@ func runApply(ctx context.Context, f *factory.Factory, o *applyOptions) error {
 		}
 		fmt.Fprintf(f.IO.ErrOut, "%s: %s%s\n", st.Resource, pastTense[st.Op], migratedLine(st.Migration))
 	}})
+	auditApply(ctx, f, pl, res, err)
 	var partial *pkgplan.PartialError
 	if errors.As(err, &partial) {
 		interrupted := errors.Is(err, context.Canceled) && natsconn.Interrupted(ctx)

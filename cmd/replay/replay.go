@@ -11,9 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jetctl/jetctl/cmd/auditlog"
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/cmd/streamflags"
+	"github.com/jetctl/jetctl/pkg/audit"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
 )
@@ -158,9 +161,18 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if perr := printRepublishJSON(f, o, p, sum); perr != nil && err == nil {
 		err = perr
 	}
-	// A republish that stored nothing failed; one that stored some, partly.
+	err = outcome(o.to != "", sum, err)
+	auditRepublish(ctx, f, o, stream, sum, err)
+	return err
+}
+
+// outcome is the exit of a finished run: a republish that stored nothing
+// failed; one that stored some, partly. Copies left unconfirmed when the run
+// was not interrupted (the target stopped acknowledging, and the wait for
+// it ended) are not known to be stored: that is partial too, never success.
+func outcome(republish bool, sum replay.Summary, err error) error {
 	partial := exitcode.Partial
-	if o.to != "" && sum.Messages+sum.Duplicates == 0 {
+	if republish && sum.Messages+sum.Duplicates == 0 {
 		partial = exitcode.Failure
 	}
 	if errors.Is(err, replay.ErrTargetFailing) {
@@ -172,5 +184,35 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	if len(sum.Failed) > 0 {
 		return exitcode.Silent(partial)
 	}
+	if sum.Unconfirmed > 0 {
+		return exitcode.New(partial, fmt.Errorf("%s sent and not acknowledged: they may or may not be stored (a re-run with --checkpoint settles them)", output.Plural(sum.Unconfirmed, "message")))
+	}
 	return nil
+}
+
+// auditRepublish records a republish (--to) that stored messages; a
+// replay to stdout or a file changes no server and writes no record.
+func auditRepublish(ctx context.Context, f *factory.Factory, o *options, stream string, sum replay.Summary, err error) {
+	if o.to == "" || o.dryRun || sum.Messages == 0 {
+		return
+	}
+	if stream == "" {
+		stream = sum.Stream
+	}
+	target := o.to
+	switch {
+	case o.toServer != "":
+		target += " on server " + natsconn.RedactURL(o.toServer)
+	case o.toContext != "":
+		target += " through context " + o.toContext
+	}
+	summary := fmt.Sprintf("republished %s to %s", output.Plural(sum.Messages, "message"), target)
+	if sum.FirstSeq > 0 {
+		summary += fmt.Sprintf(" (seq %d..%d)", sum.FirstSeq, sum.LastSeq)
+	}
+	auditlog.Write(ctx, f, audit.Change{Stream: stream, Action: "republish", Summary: summary, Err: err, Target: target,
+		Counts: map[string]int64{
+			"messages": int64(sum.Messages), "bytes": int64(sum.Bytes), "duplicates": int64(sum.Duplicates),
+			"unconfirmed": int64(sum.Unconfirmed), "failed": int64(len(sum.Failed)),
+		}})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/logctx"
 )
 
@@ -81,5 +82,38 @@ func TestMirrorErrorGrace(t *testing.T) {
 	}
 	if caughtUp(bad) {
 		t.Error("a mirror reporting an error counts as caught up")
+	}
+}
+
+// A difference found by reading both leaders says what differs, as the
+// hashes compare it, and never a header's value or a payload.
+func TestWhatDiffers(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 4, 30, 19, 46894954, time.UTC)
+	msg := func(subject string, h map[string][]string, data string, ts time.Time) *envelope.Message {
+		return &envelope.Message{Subject: subject, Header: h, Data: []byte(data), Time: ts}
+	}
+	mirror := &mover{srcName: "ORDERS", dstName: "ORDERS2", sum: &Summary{Mechanism: "mirror"}}
+	for _, c := range []struct {
+		name     string
+		m        *mover
+		src, dst *envelope.Message
+		want     string
+	}{
+		{"timestamp", mirror, msg("a", nil, "x", t0), msg("a", nil, "x", t0.Add(time.Millisecond)),
+			"timestamp 2026-12-02T04:30:19.046894954Z in ORDERS, 2026-12-02T04:30:19.047894954Z in ORDERS2"},
+		{"subject and payload", mirror, msg("a", nil, "secret-1", t0), msg("b", nil, "secret-22", t0),
+			"subject a in ORDERS, b in ORDERS2; payload of 8 B in ORDERS, 9 B in ORDERS2"},
+		{"headers", mirror, msg("a", map[string][]string{"X-A": {"1"}, "X-B": {"2"}, "Nats-Expected-Stream": {"S"}}, "x", t0),
+			msg("a", map[string][]string{"X-A": {"9"}, "X-C": {"3"}}, "x", t0), "headers X-A, X-B, X-C"},
+		{"copy: no timestamps", &mover{srcName: "S", dstName: "S", sum: &Summary{Mechanism: "copy"}},
+			msg("a", nil, "x", t0), msg("a", nil, "y", t0.Add(time.Hour)), "payload of 1 B in S, 1 B in S"},
+	} {
+		got := c.m.whatDiffers(c.src, c.dst)
+		if got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+		if strings.Contains(got, "secret") {
+			t.Errorf("%s: %q shows a payload", c.name, got)
+		}
 	}
 }

@@ -1,11 +1,13 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -265,35 +267,85 @@ func differs(seq uint64, inSource, inTarget bool) string {
 // to the tally; in neither, or in the target only while the source is live
 // (exact false), it is let be; otherwise it is the difference.
 func (m *mover) recheck(ctx context.Context, seq uint64, exact bool) error {
-	sh, sIn, err := leaderHash(ctx, m.src.JS, m.srcName, seq, m.hasher(true))
+	sm, sIn, err := leaderMsg(ctx, m.src.JS, m.srcName, seq)
 	if err != nil {
 		return err
 	}
-	th, tIn, err := leaderHash(ctx, m.dst.JS, m.dstName, seq, m.hasher(false))
+	tm, tIn, err := leaderMsg(ctx, m.dst.JS, m.dstName, seq)
 	if err != nil {
 		return err
 	}
 	switch {
-	case sIn && tIn && sh == th:
-		m.tally.add(msgHash{Seq: seq, Hash: sh})
-		return nil
-	case sIn && tIn, sIn, tIn && exact:
+	case sIn && tIn:
+		sh, th := m.hasher(true)(sm), m.hasher(false)(tm)
+		if sh == th {
+			m.tally.add(msgHash{Seq: seq, Hash: sh})
+			return nil
+		}
+		return m.verifyError(differs(seq, true, true) + ": " + m.whatDiffers(sm, tm))
+	case sIn, tIn && exact:
 		return m.verifyError(differs(seq, sIn, tIn))
 	}
 	return nil
 }
 
-// leaderHash reads seq from the stream's leader and hashes it by hash; in
-// says whether the stream holds it.
-func leaderHash(ctx context.Context, js jetstream.JetStream, stream string, seq uint64, hash func(*envelope.Message) uint64) (h uint64, in bool, err error) {
+// leaderMsg reads seq from the stream's leader; in says whether the stream
+// holds it.
+func leaderMsg(ctx context.Context, js jetstream.JetStream, stream string, seq uint64) (m *envelope.Message, in bool, err error) {
 	raw, err := getMsg(ctx, js, stream, seq)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return 0, false, nil
+		return nil, false, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("stream %q: seq %d: %w", stream, seq, err)
+		return nil, false, fmt.Errorf("stream %q: seq %d: %w", stream, seq, err)
 	}
-	return hash(&envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time}), true, nil
+	return &envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time}, true, nil
+}
+
+// whatDiffers says what differs between a source message and the target's,
+// compared as the hashes compare them (the target's headers mapped back and
+// no timestamp for jetctl's copy): the subjects and timestamps, the names
+// of the headers, the payloads' sizes. Never header values or payloads.
+func (m *mover) whatDiffers(src, dst *envelope.Message) string {
+	withTime := m.sum == nil || m.sum.Mechanism != "copy"
+	if !withTime {
+		dst = &envelope.Message{Subject: dst.Subject, Header: DecodeHeader(dst.Header), Data: dst.Data}
+	}
+	var parts []string
+	if src.Subject != dst.Subject {
+		parts = append(parts, fmt.Sprintf("subject %s in %s, %s in %s", src.Subject, m.srcName, dst.Subject, m.dstName))
+	}
+	if withTime && !src.Time.Equal(dst.Time) {
+		parts = append(parts, fmt.Sprintf("timestamp %s in %s, %s in %s", src.Time.UTC().Format(time.RFC3339Nano), m.srcName, dst.Time.UTC().Format(time.RFC3339Nano), m.dstName))
+	}
+	if names := headersDiffering(src.Header, dst.Header); len(names) > 0 {
+		parts = append(parts, "headers "+strings.Join(names, ", "))
+	}
+	if !bytes.Equal(src.Data, dst.Data) {
+		parts = append(parts, fmt.Sprintf("payload of %d B in %s, %d B in %s", len(src.Data), m.srcName, len(dst.Data), m.dstName))
+	}
+	if len(parts) == 0 {
+		return "nothing that can be named"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// headersDiffering names the headers (Nats-Expected-* aside) whose values
+// differ between a and b, or that only one has, sorted.
+func headersDiffering(a, b map[string][]string) []string {
+	var names []string
+	for k, v := range a {
+		if !isExpectation(k) && !slices.Equal(v, b[k]) {
+			names = append(names, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok && !isExpectation(k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // acceptStreams compares a live round's hashes (see compareStreams), from

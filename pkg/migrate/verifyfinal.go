@@ -143,19 +143,25 @@ func (m *mover) compareUnseen(ctx context.Context, s jetstream.StreamState, sdel
 	slices.Sort(unseen)
 	var first difference
 	for _, seq := range slices.Compact(unseen) {
-		sh, sIn, err := leaderHash(ctx, m.src.JS, m.srcName, seq, m.hasher(true))
+		sm, sIn, err := leaderMsg(ctx, m.src.JS, m.srcName, seq)
 		if err != nil {
 			return first, err
 		}
-		th, tIn, err := leaderHash(ctx, m.dst.JS, m.dstName, seq, m.hasher(false))
+		tm, tIn, err := leaderMsg(ctx, m.dst.JS, m.dstName, seq)
 		if err != nil {
 			return first, err
 		}
-		switch {
-		case sIn && tIn && sh == th:
-			m.tally.add(msgHash{Seq: seq, Hash: sh})
-		case (sIn || tIn) && first.what == "":
+		if sIn && tIn {
+			if sh := m.hasher(true)(sm); sh == m.hasher(false)(tm) {
+				m.tally.add(msgHash{Seq: seq, Hash: sh})
+				continue
+			}
+		}
+		if (sIn || tIn) && first.what == "" {
 			first = difference{seq, differs(seq, sIn, tIn)}
+			if sIn && tIn {
+				first.what += ": " + m.whatDiffers(sm, tm)
+			}
 		}
 	}
 	return first, nil

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,14 +94,36 @@ type DumpError struct {
 	// Last is set when the bad line is the dump's last, as a dump cut off
 	// by a crash leaves it.
 	Last bool
+	// Cut is set when the bad line is the last and has no newline: a dump
+	// killed while writing it (a SIGKILL can cut a write to a file short).
+	Cut bool
 }
 
 func (e *DumpError) Error() string {
 	last := ""
-	if e.Last {
+	switch {
+	case e.Cut:
+		last = " (the last line, cut off: the dump was interrupted while writing it)"
+	case e.Last:
 		last = " (the last line: was the dump cut off?)"
 	}
 	return fmt.Sprintf("%s:%d: %v%s", e.Name, e.Line, e.Err, last)
+}
+
+// lineEnds counts what is read through it and where the last newline
+// ended: a dump's whole lines end there.
+type lineEnds struct {
+	r         io.Reader
+	n, wholeN int64
+}
+
+func (l *lineEnds) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		l.wholeN = l.n + int64(i) + 1
+	}
+	l.n += int64(n)
+	return n, err
 }
 
 func (e *DumpError) Unwrap() error { return e.Err }
@@ -112,7 +135,8 @@ func ValidateDump(ctx context.Context, rd io.Reader, name string) (uint64, error
 	var n uint64
 	var bad error
 	badLine := 0
-	err := scanDump(ctx, rd, func(line int, _ *envelope.Message, err error) error {
+	ends := &lineEnds{r: rd}
+	err := scanDump(ctx, ends, func(line int, _ *envelope.Message, err error) error {
 		switch {
 		case bad != nil:
 			// A line after the bad one: it was not the last.
@@ -125,7 +149,9 @@ func ValidateDump(ctx context.Context, rd io.Reader, name string) (uint64, error
 		return nil
 	})
 	if bad != nil {
-		return n, &DumpError{Name: name, Line: badLine, Err: bad, Last: !errors.Is(err, errStopScan)}
+		last := !errors.Is(err, errStopScan)
+		cut := last && err == nil && ends.wholeN < ends.n
+		return n, &DumpError{Name: name, Line: badLine, Err: bad, Last: last, Cut: cut}
 	}
 	if err != nil {
 		return n, fmt.Errorf("%s: %w", name, err)

@@ -235,3 +235,43 @@ func TestCopyHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateDumpCutLastLine tells a dump killed while writing its last
+// line (no newline after it) from one with a bad line, and says so.
+func TestValidateDumpCutLastLine(t *testing.T) {
+	line := `{"stream":"S","seq":1,"subject":"x","time":"2024-01-01T00:00:00Z","data":"a"}` + "\n"
+	for _, tc := range []struct {
+		name      string
+		dump      string
+		n         uint64
+		bad       bool
+		last, cut bool
+	}{
+		{name: "whole", dump: line + line, n: 2},
+		{name: "no newline at the end, whole message", dump: line + strings.TrimSuffix(line, "\n"), n: 2},
+		{name: "cut", dump: line + line + line[:20], n: 2, bad: true, last: true, cut: true},
+		{name: "cut first line", dump: line[:20], bad: true, last: true, cut: true},
+		{name: "bad last line, whole", dump: line + "nope\n", n: 1, bad: true, last: true},
+		{name: "bad line before others", dump: "nope\n" + line, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := ValidateDump(context.Background(), strings.NewReader(tc.dump), "d")
+			if n != tc.n {
+				t.Errorf("n = %d, want %d", n, tc.n)
+			}
+			var de *DumpError
+			if errors.As(err, &de) != tc.bad {
+				t.Fatalf("err = %v, want a DumpError: %v", err, tc.bad)
+			}
+			if de == nil {
+				return
+			}
+			if de.Last != tc.last || de.Cut != tc.cut {
+				t.Errorf("Last %v Cut %v, want %v %v", de.Last, de.Cut, tc.last, tc.cut)
+			}
+			if tc.cut && !strings.Contains(de.Error(), "cut off") {
+				t.Errorf("error %q does not say the line is cut off", de)
+			}
+		})
+	}
+}

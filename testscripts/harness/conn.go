@@ -54,14 +54,16 @@ func cmdWaitConsumer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// perm-server VAR starts a JetStream server with two users, sets VAR to its
+// perm-server VAR starts a JetStream server with its users, sets VAR to its
 // URL (without credentials) and VAR_ADMIN to the URL with the admin's:
 // admin (password admin) may do anything;
 // reader (password reader) has exactly the permissions of the
 // JETCTL_READ_ONLY block in docs/connecting.md, so that the documented
 // permissions are the tested ones; limited (password limited) may only get
 // account and stream info; nomsg (password nomsg) may list streams and
-// consumers but not get messages. It stops when the script ends.
+// consumers but not get messages; noaudit (password noaudit) may do
+// anything but publish audit records (jetctl.audit.>); auditor (password
+// s3cret-Pw-4udit) may do anything. It stops when the script ends.
 func cmdPermServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: perm-server VAR")
@@ -80,6 +82,9 @@ authorization {
       publish: ["$JS.API.INFO", "$JS.API.STREAM.LIST", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
         "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.INFO.*.>"],
       subscribe: ["_INBOX.>"]}}
+    {user: noaudit, password: noaudit, permissions: {
+      publish: {allow: [">"], deny: ["jetctl.audit.>"]}, subscribe: [">"]}}
+    {user: auditor, password: "s3cret-Pw-4udit"}
   ]
 }
 `), 0o600))
