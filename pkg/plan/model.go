@@ -63,6 +63,17 @@ type Resource struct {
 	// fields is (keyed by JSON path, e.g. "subjects[1]", "placement.cluster").
 	Pos      Pos
 	FieldPos map[string]Pos
+
+	// Ignores are the `# jetctl:ignore RULE reason` comments on the
+	// resource: lint findings it silences on purpose.
+	Ignores []Ignore
+}
+
+// Ignore is one `# jetctl:ignore RULE reason` comment.
+type Ignore struct {
+	Rule   string
+	Reason string
+	Pos    Pos
 }
 
 // ID names the resource uniquely: "stream ORDERS", "consumer ORDERS/ship".

@@ -1,0 +1,439 @@
+package lint
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/plan"
+	"github.com/jetctl/jetctl/pkg/units"
+)
+
+// Sources the rules cite.
+const (
+	seedConcepts = "shared/seeds: JetStream concepts (\"MaxDeliver is not a dead-letter queue\", \"Always set a durable_name\")"
+	seedStreams  = "shared/seeds: streams and retention (memory storage is volatile; limits bound a stream)"
+	docsStreams  = "https://docs.nats.io/nats-concepts/jetstream/streams"
+	docsConsumer = "https://docs.nats.io/nats-concepts/jetstream/consumers"
+	docsKV       = "https://docs.nats.io/nats-concepts/jetstream/key-value-store"
+)
+
+// rules are every rule, in the order of docs/lint.md. ids are stable:
+// never rename one.
+var rules = []Rule{
+	{
+		ID: "max-deliver-unlimited", Severity: Warning,
+		Summary: "a consumer with acknowledgements redelivers without limit",
+		Why:     "With max_deliver unset (-1) a message that always fails (a poison message) is redelivered forever: it holds a slot of max_ack_pending and retries every ack_wait, and no advisory ever marks it as dead.",
+		Fix:     "Set max_deliver (5 is common) and capture the dead letters with `jetctl dlq setup`.",
+		Source:  seedConcepts,
+		check:   checkMaxDeliverUnlimited,
+	},
+	{
+		ID: "dead-letters-uncaptured", Severity: Warning, Live: true,
+		Summary: "a consumer's dead letters are captured by nothing",
+		Why:     "Past max_deliver the server stops redelivering but keeps the message in the stream and says so only in an advisory, a core NATS message that is gone unless a stream captures it. Nobody will know which messages failed.",
+		Fix:     "Run `jetctl dlq setup STREAM` (or `jetctl events record`, which captures the advisories of every consumer).",
+		Source:  seedConcepts,
+		check:   checkDeadLettersUncaptured,
+	},
+	{
+		ID: "dead-letters-unchecked", Severity: Info, Offline: true,
+		Summary: "whether a consumer's dead letters are captured can only be checked live",
+		Why:     "A bounded max_deliver makes dead letters; only the server knows whether a DLQ capture covers them.",
+		Fix:     "Run `jetctl lint --live` (with or without -f) against the server, or `jetctl dlq setup STREAM`.",
+		Source:  seedConcepts,
+		check:   checkDeadLettersUnchecked,
+	},
+	{
+		ID: "backoff-overrides-ack-wait", Severity: Warning,
+		Summary: "backoff and ack_wait are both set: backoff decides",
+		Why:     "When backoff is set the server replaces ack_wait by backoff[0] and waits backoff[n] before the n+1-th delivery (the last value for every later one): the ack_wait written is never used. Handlers tuned to it see redeliveries (and duplicate side effects) sooner than planned.",
+		Fix:     "Remove ack_wait and make backoff[0] the time a handler may take, or remove backoff.",
+		Source:  "https://github.com/nats-io/nats.docs/issues/828, https://github.com/kannon-email/kannon/issues/427",
+		check:   checkBackoffAckWait,
+	},
+	{
+		ID: "backoff-exceeds-max-deliver", Severity: Error,
+		Summary: "backoff has as many values as max_deliver allows deliveries, or more",
+		Why:     "The server refuses a consumer whose max_deliver is not greater than the number of backoff values (error 10116): the apply fails.",
+		Fix:     "Give max_deliver at least one more than the number of backoff values, or shorten backoff.",
+		Source:  docsConsumer,
+		check:   checkBackoffMaxDeliver,
+	},
+	{
+		ID: "stream-unbounded", Severity: Warning,
+		Summary: "a limits stream has no max_age, max_bytes or max_msgs",
+		Why:     "A limits stream removes messages only when a limit is reached. With none it grows until the server's disk or account limit is full, and then every publish to every stream there fails.",
+		Fix:     "Set max_age (how long anyone needs the messages), max_bytes, or both.",
+		Source:  seedStreams,
+		check:   checkStreamUnbounded,
+	},
+	{
+		ID: "memory-single-replica", Severity: Warning,
+		Summary: "memory storage with one replica",
+		Why:     "Memory storage is lost when its server restarts; with one replica there is no other copy, so a restart or an upgrade empties the stream.",
+		Fix:     "Use storage: file, or num_replicas: 3 on a cluster.",
+		Source:  seedStreams,
+		check:   checkMemorySingleReplica,
+	},
+	{
+		ID: "replicas-even", Severity: Warning,
+		Summary: "an even number of replicas",
+		Why:     "Replicas need a majority: R2 survives no failure (as R1) and R4 one (as R3), for more writes and disk.",
+		Fix:     "Use num_replicas 1, 3 or 5.",
+		Source:  docsStreams,
+		check:   checkReplicasEven,
+	},
+	{
+		ID: "replicas-single-in-cluster", Severity: Warning, Live: true,
+		Summary: "one replica on a clustered server",
+		Why:     "On a cluster an R1 stream lives on one server: when that server restarts the stream and its consumers are unavailable until it is back (a 27-minute outage in SocialGouv/iterion#592).",
+		Fix:     "Use num_replicas: 3.",
+		Source:  "https://github.com/SocialGouv/iterion/issues/592",
+		check:   checkReplicasSingleInCluster,
+	},
+	{
+		ID: "replicas-above-cluster", Severity: Error, Live: true,
+		Summary: "more replicas than the cluster has servers",
+		Why:     "The server refuses a stream with more replicas than servers in its cluster (error 10074): the apply fails.",
+		Fix:     "Lower num_replicas to the cluster size or less (an odd number).",
+		Source:  docsStreams,
+		check:   checkReplicasAboveCluster,
+	},
+	{
+		ID: "workqueue-ack-none", Severity: Error,
+		Summary: "a consumer of a workqueue stream does not acknowledge",
+		Why:     "A workqueue stream removes a message when its consumer acknowledges it, so the server refuses a consumer with ack_policy none or all there. plan and lint refuse it at load time when the stream is declared; this rule catches it against a stream only the server has (lint -f --live).",
+		Fix:     "Use ack_policy: explicit.",
+		Source:  docsStreams,
+		check:   checkWorkqueueAckNone,
+	},
+	{
+		ID: "interest-ack-none", Severity: Warning,
+		Summary: "a consumer of an interest stream does not acknowledge",
+		Why:     "With ack_policy none the server counts a message as acknowledged when it sends it: an interest stream deletes it then, so a subscriber that crashes mid-message loses it for good.",
+		Fix:     "Use ack_policy: explicit, or make the stream limits if losing messages is acceptable.",
+		Source:  docsConsumer,
+		check:   checkInterestAckNone,
+	},
+	{
+		ID: "interest-no-consumers", Severity: Warning,
+		Summary: "an interest stream with no consumers",
+		Why:     "An interest stream keeps a message only while a consumer has yet to acknowledge it: with no consumer it stores nothing, and whatever is published before the first consumer exists is gone.",
+		Fix:     "Declare its consumers in the same files, or use retention: limits.",
+		Source:  "shared/seeds: retention policies (\"Interest removes a message once all defined consumers have acknowledged it\")",
+		check:   checkInterestNoConsumers,
+	},
+	{
+		ID: "kv-history-one", Severity: Info,
+		Summary: "a KV bucket keeps one revision per key",
+		Why:     "With history 1 (the default) a put replaces the previous value: `jetctl kv history` and `kv diff` have nothing to show, and a bad write cannot be undone from the bucket.",
+		Fix:     "Set history (up to 64) where changes must be traced or undone.",
+		Source:  docsKV,
+		check:   checkKVHistoryOne,
+	},
+	{
+		ID: "consumer-mode-settings", Severity: Error,
+		Summary: "push settings on a pull consumer, or pull settings on a push one",
+		Why:     "The server refuses pull-only settings (max_waiting, max_batch, max_expires, max_bytes) on a push consumer (deliver_subject set) and push-only ones (flow_control, idle_heartbeat, rate_limit_bps, deliver_group) on a pull consumer; terraform's provider finds out only at apply (terraform-provider-jetstream#71).",
+		Fix:     "Remove the settings of the other mode.",
+		Source:  "https://github.com/nats-io/terraform-provider-jetstream/issues/71",
+		check:   checkConsumerMode,
+	},
+	{
+		ID: "workqueue-mirrored", Severity: Error,
+		Summary: "a mirror or source of a workqueue stream",
+		Why:     "A mirror or source reads its origin through a consumer that acknowledges what it copies: on a workqueue origin that removes each message from the origin, so the workers never see it.",
+		Fix:     "Copy from a limits or interest stream, or let the workers publish what must be kept.",
+		Source:  "shared/JETSTREAM-FACTS.md (a mirror drains a workqueue origin)",
+		check:   checkWorkqueueMirrored,
+	},
+	{
+		ID: "durable-inactive-threshold", Severity: Info,
+		Summary: "a durable consumer that the server deletes when idle",
+		Why:     "With inactive_threshold a durable consumer is deleted after that long without a client, with its position: a consumer whose service is down longer starts again from its deliver_policy.",
+		Fix:     "Remove inactive_threshold from durable consumers, or make it longer than any outage.",
+		Source:  seedConcepts,
+		check:   checkDurableInactive,
+	},
+	{
+		ID: "ignore-invalid", Severity: Error,
+		Summary: "a jetctl:ignore comment with an unknown rule or no reason",
+		Why:     "A silence must say which rule and why, so that a reviewer can judge it.",
+		Fix:     "Write `# jetctl:ignore RULE-ID the reason` with a rule id from `jetctl lint --rules`.",
+		Source:  "jetctl",
+	},
+	{
+		ID: "ignore-unused", Severity: Warning,
+		Summary: "a jetctl:ignore comment that silences nothing",
+		Why:     "A silence left after the configuration was fixed hides the rule if the mistake comes back.",
+		Fix:     "Remove the comment.",
+		Source:  "jetctl",
+	},
+}
+
+// explicitAcks reports whether a consumer waits for acknowledgements.
+func explicitAcks(c *jetstream.ConsumerConfig) bool {
+	return c.AckPolicy == jetstream.AckExplicitPolicy || c.AckPolicy == jetstream.AckAllPolicy
+}
+
+// streamOf is the config of a consumer's stream: declared, or the
+// server's; nil when unknown.
+func (c *context) streamOf(r *plan.Resource) *jetstream.StreamConfig {
+	if s := c.streams[r.Stream]; s != nil {
+		return s.StreamConfig
+	}
+	if c.env.Server != nil {
+		for _, s := range c.env.Server.Resources {
+			if s.Kind == plan.KindStream && s.Name == r.Stream {
+				return s.StreamConfig
+			}
+		}
+	}
+	return nil
+}
+
+func checkMaxDeliverUnlimited(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer || !explicitAcks(r.ConsumerConfig) || r.ConsumerConfig.MaxDeliver > 0 {
+		return
+	}
+	c.report(r, "max_deliver", "max_deliver is unlimited with ack_policy %s: a message that always fails is redelivered forever", ackName(r.ConsumerConfig.AckPolicy))
+}
+
+// boundedDeliveries reports whether a consumer makes dead letters.
+func boundedDeliveries(r *plan.Resource) bool {
+	return r.Kind == plan.KindConsumer && explicitAcks(r.ConsumerConfig) && r.ConsumerConfig.MaxDeliver > 0
+}
+
+func checkDeadLettersUncaptured(c *context, r *plan.Resource) {
+	if !boundedDeliveries(r) || c.env.Captured == nil || c.env.Captured(r.Stream, r.Name) {
+		return
+	}
+	c.report(r, "max_deliver", "max_deliver %d, but no DLQ capture keeps its dead letters: a message past it stays in the stream unnoticed (jetctl dlq setup %s)", r.ConsumerConfig.MaxDeliver, r.Stream)
+}
+
+func checkDeadLettersUnchecked(c *context, r *plan.Resource) {
+	if !boundedDeliveries(r) {
+		return
+	}
+	c.report(r, "max_deliver", "max_deliver %d: whether a DLQ capture keeps its dead letters can only be checked with --live", r.ConsumerConfig.MaxDeliver)
+}
+
+func checkBackoffAckWait(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer {
+		return
+	}
+	cc := r.ConsumerConfig
+	if len(cc.BackOff) == 0 || cc.AckWait == 0 || cc.AckWait == cc.BackOff[0] {
+		return
+	}
+	c.report(r, "ack_wait", "ack_wait %s is never used: with backoff the server waits %s for the first ack, then %s", units.FormatDuration(cc.AckWait), units.FormatDuration(cc.BackOff[0]), durations(cc.BackOff[1:]))
+}
+
+func durations(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "the same again for every redelivery"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = units.FormatDuration(d)
+	}
+	return strings.Join(parts, ", ") + " (the last for every later redelivery)"
+}
+
+func checkBackoffMaxDeliver(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer {
+		return
+	}
+	cc := r.ConsumerConfig
+	if len(cc.BackOff) == 0 || cc.MaxDeliver <= 0 || cc.MaxDeliver > len(cc.BackOff) {
+		return
+	}
+	c.report(r, "backoff", "backoff has %d values but max_deliver is %d: the server refuses it (max_deliver must be greater)", len(cc.BackOff), cc.MaxDeliver)
+}
+
+func checkStreamUnbounded(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindStream {
+		return
+	}
+	s := r.StreamConfig
+	if s.Retention != jetstream.LimitsPolicy || s.MaxAge > 0 || s.MaxBytes > 0 || s.MaxMsgs > 0 {
+		return
+	}
+	c.report(r, "", "a limits stream with no max_age, max_bytes or max_msgs grows until the disk is full")
+}
+
+// storageAndReplicas are a stream's, bucket's or object store's.
+func storageAndReplicas(r *plan.Resource) (jetstream.StorageType, int, string, bool) {
+	switch r.Kind {
+	case plan.KindStream:
+		return r.StreamConfig.Storage, r.StreamConfig.Replicas, "num_replicas", true
+	case plan.KindKV:
+		return r.KeyValueConfig.Storage, r.KeyValueConfig.Replicas, "replicas", true
+	case plan.KindObjectStore:
+		return r.ObjectStoreConfig.Storage, r.ObjectStoreConfig.Replicas, "replicas", true
+	}
+	return 0, 0, "", false
+}
+
+// replicasField is the key the replicas were declared with.
+func replicasField(r *plan.Resource, def string) string {
+	for _, k := range []string{"num_replicas", "replicas"} {
+		if _, ok := r.FieldPos[k]; ok {
+			return k
+		}
+	}
+	return def
+}
+
+func checkMemorySingleReplica(c *context, r *plan.Resource) {
+	storage, replicas, field, ok := storageAndReplicas(r)
+	if !ok || storage != jetstream.MemoryStorage || replicas > 1 {
+		return
+	}
+	if _, ok := r.FieldPos["storage"]; ok {
+		field = "storage"
+	}
+	c.report(r, field, "memory storage with one replica: everything in it is lost when its server restarts")
+}
+
+func checkReplicasEven(c *context, r *plan.Resource) {
+	_, replicas, field, ok := storageAndReplicas(r)
+	if !ok || replicas < 2 || replicas%2 != 0 {
+		return
+	}
+	c.report(r, replicasField(r, field), "%d replicas survive no more server failures than %d", replicas, replicas-1)
+}
+
+func checkReplicasSingleInCluster(c *context, r *plan.Resource) {
+	_, replicas, field, ok := storageAndReplicas(r)
+	if !ok || replicas > 1 || c.env.ClusterSize < 2 {
+		return
+	}
+	c.report(r, replicasField(r, field), "one replica on a %d-server cluster: it is unavailable whenever its server restarts", c.env.ClusterSize)
+}
+
+func checkReplicasAboveCluster(c *context, r *plan.Resource) {
+	_, replicas, field, ok := storageAndReplicas(r)
+	if !ok || c.env.ClusterSize == 0 || replicas <= c.env.ClusterSize {
+		return
+	}
+	c.report(r, replicasField(r, field), "%d replicas, but the cluster has %d servers: the server refuses it", replicas, c.env.ClusterSize)
+}
+
+func checkWorkqueueAckNone(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer || c.streams[r.Stream] != nil {
+		return // a declared stream's consumers are checked when loading
+	}
+	s := c.streamOf(r)
+	if s == nil || s.Retention != jetstream.WorkQueuePolicy || r.ConsumerConfig.AckPolicy == jetstream.AckExplicitPolicy {
+		return
+	}
+	c.report(r, "ack_policy", "ack_policy %s on workqueue stream %q: the server refuses it (use explicit)", ackName(r.ConsumerConfig.AckPolicy), r.Stream)
+}
+
+func checkInterestAckNone(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer || r.ConsumerConfig.AckPolicy != jetstream.AckNonePolicy {
+		return
+	}
+	s := c.streamOf(r)
+	if s == nil || s.Retention != jetstream.InterestPolicy {
+		return
+	}
+	c.report(r, "ack_policy", "ack_policy none on interest stream %q: a message is deleted once sent, and lost if the subscriber fails", r.Stream)
+}
+
+func checkInterestNoConsumers(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindStream || r.StreamConfig.Retention != jetstream.InterestPolicy || len(c.consumers[r.Name]) > 0 {
+		return
+	}
+	if c.env.Server != nil {
+		for _, s := range c.env.Server.Resources {
+			if s.Kind == plan.KindConsumer && s.Stream == r.Name {
+				return
+			}
+		}
+	}
+	field := ""
+	if _, ok := r.FieldPos["retention"]; ok {
+		field = "retention"
+	}
+	c.report(r, field, "an interest stream with no consumers keeps nothing: every message is removed as it is stored")
+}
+
+func checkKVHistoryOne(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindKV || r.KeyValueConfig.History > 1 {
+		return
+	}
+	c.report(r, "history", "history 1 keeps only the latest value: kv history and kv diff have no revisions to show")
+}
+
+func checkConsumerMode(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer {
+		return
+	}
+	cc := r.ConsumerConfig
+	if cc.DeliverSubject != "" {
+		for _, f := range []struct {
+			key string
+			set bool
+		}{{"max_waiting", cc.MaxWaiting > 0}, {"max_batch", cc.MaxRequestBatch > 0}, {"max_expires", cc.MaxRequestExpires > 0}, {"max_bytes", cc.MaxRequestMaxBytes > 0}} {
+			if f.set {
+				c.report(r, f.key, "%s is a pull setting, but deliver_subject makes this a push consumer: the server refuses it", f.key)
+			}
+		}
+		return
+	}
+	for _, f := range []struct {
+		key string
+		set bool
+	}{{"flow_control", cc.FlowControl}, {"idle_heartbeat", cc.IdleHeartbeat > 0}, {"rate_limit_bps", cc.RateLimit > 0}} {
+		if f.set {
+			c.report(r, f.key, "%s is a push setting, but without deliver_subject this is a pull consumer: the server refuses it", f.key)
+		}
+	}
+}
+
+func checkWorkqueueMirrored(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindStream {
+		return
+	}
+	s := r.StreamConfig
+	check := func(path, origin string) {
+		o := c.streamOf(&plan.Resource{Stream: origin})
+		if o == nil || o.Retention != jetstream.WorkQueuePolicy {
+			return
+		}
+		c.report(r, path, "copies workqueue stream %q: its reads acknowledge, which removes each message from %q before its workers see it", origin, origin)
+	}
+	if s.Mirror != nil && s.Mirror.Domain == "" && s.Mirror.External == nil {
+		check("mirror", s.Mirror.Name)
+	}
+	for i, src := range s.Sources {
+		if src != nil && src.Domain == "" && src.External == nil {
+			check(fmt.Sprintf("sources[%d]", i), src.Name)
+		}
+	}
+}
+
+func checkDurableInactive(c *context, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer || r.ConsumerConfig.InactiveThreshold <= 0 {
+		return
+	}
+	c.report(r, "inactive_threshold", "inactive_threshold %s: the server deletes this durable consumer, and its position, after that long without a client", units.FormatDuration(r.ConsumerConfig.InactiveThreshold))
+}
+
+func ackName(p jetstream.AckPolicy) string {
+	switch p {
+	case jetstream.AckNonePolicy:
+		return "none"
+	case jetstream.AckAllPolicy:
+		return "all"
+	case jetstream.AckExplicitPolicy:
+		return "explicit"
+	}
+	return fmt.Sprint(int(p))
+}
