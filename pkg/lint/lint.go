@@ -76,7 +76,7 @@ type Rule struct {
 	Live bool `json:"live,omitempty"`
 	// Offline is true for a rule that stands in, offline, for a live one.
 	Offline bool `json:"offline,omitempty"`
-	check func(*context, *plan.Resource)
+	check   func(*context, *plan.Resource)
 }
 
 // HelpURI is the rule's section in docs/lint.md.
