@@ -15,7 +15,6 @@ import (
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/retry"
-	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // assess completes states read from the server with what the health
@@ -208,16 +207,12 @@ type deadCounts struct {
 // of returns the dead letters of consumer that wait, and false when the
 // capture does not cover it (set up for other consumers only).
 func (d *deadCounts) of(consumer string) (deadWaiting, bool) {
-	for _, advisory := range dlq.AdvisorySubjects(d.source, []string{consumer}) {
-		for _, s := range d.subjects {
-			if streamread.SubjectMatches(s, advisory) {
-				w := d.waiting[consumer]
-				w.dlq, w.exact = d.dlq, d.exact
-				return w, true
-			}
-		}
+	if !dlq.FiltersCover(d.subjects, d.source, consumer) {
+		return deadWaiting{}, false
 	}
-	return deadWaiting{}, false
+	w := d.waiting[consumer]
+	w.dlq, w.exact = d.dlq, d.exact
+	return w, true
 }
 
 // MaxDLQScan is the largest DLQ whose entries are read to count each

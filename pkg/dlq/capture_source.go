@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/recorder"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // A capture stream either owns its advisory subjects (made before a
@@ -151,4 +152,25 @@ func captureDetail(cfg *jetstream.StreamConfig) string {
 		return "from " + recorder.Stream + ": " + strings.Join(CaptureFilters(cfg), ", ")
 	}
 	return strings.Join(cfg.Subjects, ", ")
+}
+
+// FiltersCover reports whether capture filters (CaptureFilters) take the
+// dead-letter advisories of consumer of the source stream: the one answer
+// to "are this consumer's dead letters captured" for consumer health and
+// lint.
+func FiltersCover(filters []string, source, consumer string) bool {
+	for _, advisory := range AdvisorySubjects(source, []string{consumer}) {
+		for _, f := range filters {
+			if streamread.SubjectMatches(f, advisory) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Covers reports whether cfg is a capture (made by dlq setup) that keeps
+// the dead letters of consumer of stream.
+func Covers(cfg *jetstream.StreamConfig, stream, consumer string) bool {
+	return IsCapture(cfg) && cfg.Metadata[MetaSource] == stream && FiltersCover(CaptureFilters(cfg), stream, consumer)
 }
