@@ -112,8 +112,13 @@ type Env struct {
 	// Live is true when the resources are the server's.
 	Live bool
 	// ClusterSize is the number of servers in the JetStream cluster the
-	// resources live in (1 for a single server); 0 when unknown (offline).
+	// resources live in (1 for a single server); 0 when unknown (offline,
+	// or a cluster that does not advertise its servers).
 	ClusterSize int
+	// Clustered is true on a cluster (also when its size is unknown).
+	Clustered bool
+	// Cluster is the cluster's name, when known.
+	Cluster string
 	// Captured reports whether a DLQ capture covers a consumer's dead
 	// letters; nil when unknown (offline).
 	Captured func(stream, consumer string) bool

@@ -35,7 +35,7 @@ var rules = []Rule{
 		ID: "dead-letters-uncaptured", Severity: Warning, Live: true,
 		Summary: "a consumer's dead letters are captured by nothing",
 		Why:     "Past max_deliver the server stops redelivering but keeps the message in the stream and says so only in an advisory, a core NATS message that is gone unless a stream captures it. Nobody will know which messages failed.",
-		Fix:     "Run `jetctl dlq setup STREAM` (or `jetctl events record`, which captures the advisories of every consumer).",
+		Fix:     "Run `jetctl dlq setup STREAM` for the consumer's stream: it captures the advisories, and `jetctl dlq sweep` moves the dead letters to a dead-letter stream.",
 		Source:  seedConcepts,
 		check:   checkDeadLettersUncaptured,
 	},
@@ -98,7 +98,7 @@ var rules = []Rule{
 	{
 		ID: "replicas-above-cluster", Severity: Error, Live: true,
 		Summary: "more replicas than the cluster has servers",
-		Why:     "The server refuses a stream with more replicas than servers in its cluster (error 10074): the apply fails.",
+		Why:     "The server refuses a stream with more replicas than servers in its cluster, or more than one on a single server: the apply fails.",
 		Fix:     "Lower num_replicas to the cluster size or less (an odd number).",
 		Source:  docsStreams,
 		check:   checkReplicasAboveCluster,
@@ -310,18 +310,28 @@ func checkReplicasEven(c *context, r *plan.Resource) {
 
 func checkReplicasSingleInCluster(c *context, r *plan.Resource) {
 	_, replicas, field, ok := storageAndReplicas(r)
-	if !ok || replicas > 1 || c.env.ClusterSize < 2 {
+	if !ok || replicas > 1 || !(c.env.Clustered || c.env.ClusterSize > 1) {
 		return
 	}
-	c.report(r, replicasField(r, field), "one replica on a %d-server cluster: it is unavailable whenever its server restarts", c.env.ClusterSize)
+	where := "a clustered server"
+	if c.env.ClusterSize > 1 {
+		where = fmt.Sprintf("a %d-server cluster", c.env.ClusterSize)
+	}
+	c.report(r, replicasField(r, field), "one replica on %s: it is unavailable whenever its server restarts", where)
 }
 
+// checkReplicasAboveCluster asks what plan asks before it applies.
 func checkReplicasAboveCluster(c *context, r *plan.Resource) {
-	_, replicas, field, ok := storageAndReplicas(r)
-	if !ok || c.env.ClusterSize == 0 || replicas <= c.env.ClusterSize {
+	if c.env.ClusterSize == 0 && !c.env.Clustered {
 		return
 	}
-	c.report(r, replicasField(r, field), "%d replicas, but the cluster has %d servers: the server refuses it", replicas, c.env.ClusterSize)
+	lim := plan.ServerLimits{Clustered: c.env.Clustered || c.env.ClusterSize > 1, Cluster: c.env.Cluster, Servers: c.env.ClusterSize}
+	problem := lim.ReplicasProblem(r)
+	if problem == "" {
+		return
+	}
+	_, _, field, _ := storageAndReplicas(r)
+	c.report(r, replicasField(r, field), "%s: the server refuses it", problem)
 }
 
 func checkWorkqueueAckNone(c *context, r *plan.Resource) {

@@ -296,3 +296,14 @@ func migratedConsumerProblems(target *jetstream.StreamConfig, p *Plan, live *Liv
 	}
 	return out
 }
+
+// ReplicasProblem says why the server would refuse the replicas of a
+// stream, bucket or object store (""; also for a consumer): the check
+// planning makes, for lint.
+func (lim ServerLimits) ReplicasProblem(r *Resource) string {
+	if r.Kind == KindConsumer {
+		return ""
+	}
+	replicas, placement := r.replicasAndPlacement()
+	return replicasProblem(replicas, placement, lim)
+}
