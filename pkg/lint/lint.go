@@ -76,7 +76,7 @@ type Rule struct {
 	Live bool `json:"live,omitempty"`
 	// Offline is true for a rule that stands in, offline, for a live one.
 	Offline bool `json:"offline,omitempty"`
-	check   func(*context, *plan.Resource)
+	check   func(*linter, *plan.Resource)
 }
 
 // HelpURI is the rule's section in docs/lint.md.
@@ -153,8 +153,8 @@ func (r *Result) Count(sev Severity) int {
 	return n
 }
 
-// context is one run's state.
-type context struct {
+// linter is one run's state.
+type linter struct {
 	env       Env
 	desired   *plan.Desired
 	streams   map[string]*plan.Resource
@@ -166,7 +166,7 @@ type context struct {
 // report adds a finding of the current rule about r, at the field path
 // (a plan.Resource FieldPos key such as "max_deliver"; "" for the
 // resource itself).
-func (c *context) report(r *plan.Resource, path, format string, args ...any) {
+func (c *linter) report(r *plan.Resource, path, format string, args ...any) {
 	pos := r.Pos
 	if p, ok := r.FieldPos[path]; ok && path != "" {
 		pos = p
@@ -196,7 +196,7 @@ func RuleByID(id string) (*Rule, bool) {
 // Lint checks the resources. A finding silenced by a `# jetctl:ignore ID
 // reason` comment on its resource goes to Suppressed.
 func Lint(d *plan.Desired, env Env) *Result {
-	c := &context{env: env, desired: d, streams: map[string]*plan.Resource{}, consumers: map[string][]*plan.Resource{}}
+	c := &linter{env: env, desired: d, streams: map[string]*plan.Resource{}, consumers: map[string][]*plan.Resource{}}
 	for _, r := range d.Resources {
 		if r.Kind == plan.KindConsumer {
 			c.consumers[r.Stream] = append(c.consumers[r.Stream], r)
@@ -238,7 +238,7 @@ func Lint(d *plan.Desired, env Env) *Result {
 
 // applyIgnores moves silenced findings to Suppressed, and reports
 // ignores that name no rule, give no reason, or silence nothing.
-func (c *context) applyIgnores(res *Result) {
+func (c *linter) applyIgnores(res *Result) {
 	type key struct{ resource, rule string }
 	byRes := map[*plan.Resource]bool{}
 	used := map[*plan.Ignore]bool{}

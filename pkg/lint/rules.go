@@ -182,7 +182,7 @@ func explicitAcks(c *jetstream.ConsumerConfig) bool {
 
 // streamOf is the config of a consumer's stream: declared, or the
 // server's; nil when unknown.
-func (c *context) streamOf(r *plan.Resource) *jetstream.StreamConfig {
+func (c *linter) streamOf(r *plan.Resource) *jetstream.StreamConfig {
 	if s := c.streams[r.Stream]; s != nil {
 		return s.StreamConfig
 	}
@@ -196,7 +196,7 @@ func (c *context) streamOf(r *plan.Resource) *jetstream.StreamConfig {
 	return nil
 }
 
-func checkMaxDeliverUnlimited(c *context, r *plan.Resource) {
+func checkMaxDeliverUnlimited(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer || !explicitAcks(r.ConsumerConfig) || r.ConsumerConfig.MaxDeliver > 0 {
 		return
 	}
@@ -208,21 +208,21 @@ func boundedDeliveries(r *plan.Resource) bool {
 	return r.Kind == plan.KindConsumer && explicitAcks(r.ConsumerConfig) && r.ConsumerConfig.MaxDeliver > 0
 }
 
-func checkDeadLettersUncaptured(c *context, r *plan.Resource) {
+func checkDeadLettersUncaptured(c *linter, r *plan.Resource) {
 	if !boundedDeliveries(r) || c.env.Captured == nil || c.env.Captured(r.Stream, r.Name) {
 		return
 	}
 	c.report(r, "max_deliver", "max_deliver %d, but no DLQ capture keeps its dead letters: a message past it stays in the stream unnoticed (jetctl dlq setup %s)", r.ConsumerConfig.MaxDeliver, r.Stream)
 }
 
-func checkDeadLettersUnchecked(c *context, r *plan.Resource) {
+func checkDeadLettersUnchecked(c *linter, r *plan.Resource) {
 	if !boundedDeliveries(r) {
 		return
 	}
 	c.report(r, "max_deliver", "max_deliver %d: whether a DLQ capture keeps its dead letters can only be checked with --live", r.ConsumerConfig.MaxDeliver)
 }
 
-func checkBackoffAckWait(c *context, r *plan.Resource) {
+func checkBackoffAckWait(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer {
 		return
 	}
@@ -244,7 +244,7 @@ func durations(ds []time.Duration) string {
 	return strings.Join(parts, ", ") + " (the last for every later redelivery)"
 }
 
-func checkBackoffMaxDeliver(c *context, r *plan.Resource) {
+func checkBackoffMaxDeliver(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer {
 		return
 	}
@@ -255,7 +255,7 @@ func checkBackoffMaxDeliver(c *context, r *plan.Resource) {
 	c.report(r, "backoff", "backoff has %d values but max_deliver is %d: the server refuses it (max_deliver must be greater)", len(cc.BackOff), cc.MaxDeliver)
 }
 
-func checkStreamUnbounded(c *context, r *plan.Resource) {
+func checkStreamUnbounded(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindStream {
 		return
 	}
@@ -289,7 +289,7 @@ func replicasField(r *plan.Resource, def string) string {
 	return def
 }
 
-func checkMemorySingleReplica(c *context, r *plan.Resource) {
+func checkMemorySingleReplica(c *linter, r *plan.Resource) {
 	storage, replicas, field, ok := storageAndReplicas(r)
 	if !ok || storage != jetstream.MemoryStorage || replicas > 1 {
 		return
@@ -300,7 +300,7 @@ func checkMemorySingleReplica(c *context, r *plan.Resource) {
 	c.report(r, field, "memory storage with one replica: everything in it is lost when its server restarts")
 }
 
-func checkReplicasEven(c *context, r *plan.Resource) {
+func checkReplicasEven(c *linter, r *plan.Resource) {
 	_, replicas, field, ok := storageAndReplicas(r)
 	if !ok || replicas < 2 || replicas%2 != 0 {
 		return
@@ -308,7 +308,7 @@ func checkReplicasEven(c *context, r *plan.Resource) {
 	c.report(r, replicasField(r, field), "%d replicas survive no more server failures than %d", replicas, replicas-1)
 }
 
-func checkReplicasSingleInCluster(c *context, r *plan.Resource) {
+func checkReplicasSingleInCluster(c *linter, r *plan.Resource) {
 	_, replicas, field, ok := storageAndReplicas(r)
 	if !ok || replicas > 1 || !(c.env.Clustered || c.env.ClusterSize > 1) {
 		return
@@ -321,7 +321,7 @@ func checkReplicasSingleInCluster(c *context, r *plan.Resource) {
 }
 
 // checkReplicasAboveCluster asks what plan asks before it applies.
-func checkReplicasAboveCluster(c *context, r *plan.Resource) {
+func checkReplicasAboveCluster(c *linter, r *plan.Resource) {
 	if c.env.ClusterSize == 0 && !c.env.Clustered {
 		return
 	}
@@ -334,7 +334,7 @@ func checkReplicasAboveCluster(c *context, r *plan.Resource) {
 	c.report(r, replicasField(r, field), "%s: the server refuses it", problem)
 }
 
-func checkWorkqueueAckNone(c *context, r *plan.Resource) {
+func checkWorkqueueAckNone(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer || c.streams[r.Stream] != nil {
 		return // a declared stream's consumers are checked when loading
 	}
@@ -345,7 +345,7 @@ func checkWorkqueueAckNone(c *context, r *plan.Resource) {
 	c.report(r, "ack_policy", "ack_policy %s on workqueue stream %q: the server refuses it (use explicit)", ackName(r.ConsumerConfig.AckPolicy), r.Stream)
 }
 
-func checkInterestAckNone(c *context, r *plan.Resource) {
+func checkInterestAckNone(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer || r.ConsumerConfig.AckPolicy != jetstream.AckNonePolicy {
 		return
 	}
@@ -356,7 +356,7 @@ func checkInterestAckNone(c *context, r *plan.Resource) {
 	c.report(r, "ack_policy", "ack_policy none on interest stream %q: a message is deleted once sent, and lost if the subscriber fails", r.Stream)
 }
 
-func checkInterestNoConsumers(c *context, r *plan.Resource) {
+func checkInterestNoConsumers(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindStream || r.StreamConfig.Retention != jetstream.InterestPolicy || len(c.consumers[r.Name]) > 0 {
 		return
 	}
@@ -374,14 +374,14 @@ func checkInterestNoConsumers(c *context, r *plan.Resource) {
 	c.report(r, field, "an interest stream with no consumers keeps nothing: every message is removed as it is stored")
 }
 
-func checkKVHistoryOne(c *context, r *plan.Resource) {
+func checkKVHistoryOne(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindKV || r.KeyValueConfig.History > 1 {
 		return
 	}
 	c.report(r, "history", "history 1 keeps only the latest value: kv history and kv diff have no revisions to show")
 }
 
-func checkConsumerMode(c *context, r *plan.Resource) {
+func checkConsumerMode(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer {
 		return
 	}
@@ -407,7 +407,7 @@ func checkConsumerMode(c *context, r *plan.Resource) {
 	}
 }
 
-func checkWorkqueueMirrored(c *context, r *plan.Resource) {
+func checkWorkqueueMirrored(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindStream {
 		return
 	}
@@ -429,7 +429,7 @@ func checkWorkqueueMirrored(c *context, r *plan.Resource) {
 	}
 }
 
-func checkDurableInactive(c *context, r *plan.Resource) {
+func checkDurableInactive(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer || r.ConsumerConfig.InactiveThreshold <= 0 {
 		return
 	}
