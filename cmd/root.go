@@ -115,7 +115,7 @@ else to stderr. Exit codes are the same for every command: see
 	add(groupJetStream, dlq.NewCmd(f), events.NewCmd(f))
 	add(groupJetStream, consumer.NewCmd(f), check.NewCmd(f))
 	add(groupJetStream, migrate.NewCmd(f))
-	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f))
+	add(groupJetStream, plan.NewCmdPlan(f), plan.NewCmdApply(f), plan.NewCmdExport(f), plan.NewCmdLint(f))
 	add(groupServer, server.NewCmd(f), demo.NewCmd(f, runInProcess))
 	root.AddCommand(
 		version.NewCmd(f),

@@ -1,10 +1,14 @@
 package plan
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
 	"github.com/jetctl/jetctl/cmd/factory"
+	"github.com/jetctl/jetctl/cmd/output"
+	"github.com/jetctl/jetctl/pkg/lint"
 	pkgplan "github.com/jetctl/jetctl/pkg/plan"
 )
 
@@ -51,6 +55,11 @@ the server or cluster keeps, a workqueue consumer without explicit acks or
 whose filters overlap another's, ...) is reported as file:line:column,
 exit 2, as are problems in the files.
 
+The lint findings (see "jetctl lint") of the resources the plan creates or
+changes are printed on stderr above the plan, and are the "lint" list of
+-o json, so that nobody applies a known mistake unseen. They do not change
+the exit code: run "jetctl lint" in CI for that.
+
 -o json prints the versioned machine plan, which "jetctl apply --plan-file"
 applies as long as the server still matches it.
 
@@ -79,9 +88,10 @@ is a change, not a destructive one (8).`,
 			if err != nil {
 				return planError(f, err)
 			}
+			findings := lintChanged(f, desired, pl)
 			if textOutput(f, p.Format) {
 				printPlan(f.IO.Out, pl, false)
-			} else if err := p.Print(pl, nil); err != nil {
+			} else if err := p.Print(planWithLint{pl, findings}, nil); err != nil {
 				return err
 			}
 			return planExit(pl, o.DetailedExitCode)
@@ -100,4 +110,32 @@ func planExit(pl *pkgplan.Plan, detailed bool) error {
 		return exitcode.Silent(exitcode.Destructive)
 	}
 	return exitcode.Silent(exitcode.Changes)
+}
+
+// planWithLint is plan -o json: the machine plan and the lint findings of
+// what it changes ("apply --plan-file" reads the plan and ignores them).
+type planWithLint struct {
+	*pkgplan.Plan
+	Lint []lint.Finding `json:"lint"`
+}
+
+// lintChanged lints the resources the plan creates, changes, replaces or
+// migrates, prints the findings on stderr and returns them.
+func lintChanged(f *factory.Factory, desired *pkgplan.Desired, pl *pkgplan.Plan) []lint.Finding {
+	changed := map[string]bool{}
+	for _, r := range pl.Resources {
+		if r.Action != pkgplan.ActionNone && r.Action != pkgplan.ActionDelete {
+			changed[r.ID()] = true
+		}
+	}
+	res := lint.Lint(desired, lint.Env{Only: func(r *pkgplan.Resource) bool { return changed[r.ID()] }})
+	if len(res.Findings) == 0 {
+		return res.Findings
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Lint: %s in what this plan changes (jetctl lint -f ... says more):\n", plural(len(res.Findings), "finding"))
+	for _, fd := range res.Findings {
+		fmt.Fprintln(f.IO.ErrOut, "  "+output.Escape(fd.String()))
+	}
+	fmt.Fprintln(f.IO.ErrOut)
+	return res.Findings
 }

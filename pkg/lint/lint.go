@@ -97,6 +97,8 @@ type Finding struct {
 	Reason string `json:"reason,omitempty"`
 	// IgnorePos is where it was silenced.
 	IgnorePos *plan.Pos `json:"ignored_at,omitempty"`
+	// Suppressed is true for a silenced finding.
+	Suppressed bool `json:"suppressed,omitempty"`
 }
 
 func (f Finding) String() string {
@@ -122,6 +124,9 @@ type Env struct {
 	// Captured reports whether a DLQ capture covers a consumer's dead
 	// letters; nil when unknown (offline).
 	Captured func(stream, consumer string) bool
+	// Internal is how many of the server's resources are jetctl's own
+	// (see Internal) and were left out.
+	Internal int
 	// Server, with -f and --live, is what the server holds: a consumer
 	// of a stream that only the server has is checked against that
 	// stream, and the server's consumers count for an interest stream.
@@ -140,6 +145,10 @@ type Result struct {
 	// Skipped lists the rules that could not be checked (live rules
 	// offline).
 	Skipped []string `json:"skipped_rules"`
+	// Internal is how many of jetctl's own resources on the server (DLQ
+	// and capture streams, the events recorder, the lease bucket) were
+	// left out.
+	Internal int `json:"internal_left_out"`
 }
 
 // Count is the number of findings at or above sev.
@@ -204,7 +213,7 @@ func Lint(d *plan.Desired, env Env) *Result {
 			c.streams[r.Name] = r
 		}
 	}
-	res := &Result{Findings: []Finding{}, Suppressed: []Finding{}, Skipped: []string{}}
+	res := &Result{Findings: []Finding{}, Suppressed: []Finding{}, Skipped: []string{}, Internal: env.Internal}
 	for i := range rules {
 		rule := &rules[i]
 		if rule.check == nil {
@@ -262,6 +271,7 @@ func (c *linter) applyIgnores(res *Result) {
 			f.Reason = ig.Reason
 			p := ig.Pos
 			f.IgnorePos = &p
+			f.Suppressed = true
 			res.Suppressed = append(res.Suppressed, f)
 			continue
 		}

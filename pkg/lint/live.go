@@ -7,7 +7,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/plan"
+	"github.com/jetctl/jetctl/pkg/recorder"
 )
 
 // FetchServer reads what --live needs from the server: every stream,
@@ -49,5 +51,31 @@ func FetchServer(ctx context.Context, js jetstream.JetStream, leaderWait time.Du
 	}
 	server := live.Resources()
 	env.Server = server
-	return server, env, nil
+	own := &plan.Desired{}
+	internal := map[string]bool{}
+	for _, r := range server.Resources {
+		if internal[r.Stream] || Internal(r) {
+			internal[r.StreamName()] = true
+			env.Internal++
+			continue
+		}
+		own.Resources = append(own.Resources, r)
+	}
+	return own, env, nil
+}
+
+// Internal reports whether a live resource is jetctl's own bookkeeping:
+// a DLQ capture or dead-letter stream (dlq setup), the events recorder,
+// the lease bucket. Their settings are deliberate (a DLQ keeps dead
+// letters until they are redriven or purged, the sweep retries an
+// advisory until it is stored), so --live leaves them and their consumers
+// out; dlq and events commands check them.
+func Internal(r *plan.Resource) bool {
+	switch r.Kind {
+	case plan.KindStream:
+		return r.StreamConfig.Metadata[dlq.MetaRole] != "" || r.Name == recorder.Stream
+	case plan.KindKV:
+		return r.Name == lease.Bucket
+	}
+	return false
 }
