@@ -240,8 +240,12 @@ func Lint(d *plan.Desired, env Env) *Result {
 		}
 	}
 	c.applyIgnores(res)
-	sortFindings(d.Files, res.Findings)
-	sortFindings(d.Files, res.Suppressed)
+	order := map[string]int{}
+	for i, r := range d.Resources {
+		order[r.ID()] = i
+	}
+	sortFindings(d.Files, order, res.Findings)
+	sortFindings(d.Files, order, res.Suppressed)
 	return res
 }
 
@@ -308,7 +312,10 @@ func (c *linter) applyIgnores(res *Result) {
 	}
 }
 
-func sortFindings(files []string, fs []Finding) {
+// sortFindings orders findings by file, line and column; the server's
+// (no position) by resource, in the order they were given (a stream
+// before its consumers), then rule.
+func sortFindings(files []string, order map[string]int, fs []Finding) {
 	index := map[string]int{}
 	for i, f := range files {
 		index[f] = i
@@ -325,7 +332,7 @@ func sortFindings(files []string, fs []Finding) {
 			return a.Column < b.Column
 		}
 		if fs[i].Resource != fs[j].Resource {
-			return fs[i].Resource < fs[j].Resource
+			return order[fs[i].Resource] < order[fs[j].Resource]
 		}
 		return fs[i].Rule < fs[j].Rule
 	})
