@@ -15,6 +15,10 @@ import (
 func Steps() []Step {
 	return append([]Step{
 		{
+			Title: "Lint examples/orders.yaml before applying it: no setting that pages people (whether dead letters are captured needs the server)",
+			Args:  []string{"lint", "-f", "examples/orders.yaml"},
+		},
+		{
 			Title: "Create the ORDERS stream, its consumers and the config bucket from examples/orders.yaml",
 			Args:  []string{"apply", "-f", "examples/orders.yaml", "--yes"},
 		},
