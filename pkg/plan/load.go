@@ -279,7 +279,8 @@ func (l *loader) nameOf(m *yaml.Node, kind Kind, keys ...string) (string, bool) 
 }
 
 func (l *loader) newResource(kind Kind, m *yaml.Node, stream, name string) *Resource {
-	return &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: map[string]Pos{}}
+	// Most fields' positions are recorded, plus one per list item.
+	return &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: make(map[string]Pos, len(m.Content)/2+4)}
 }
 
 func (l *loader) stream(m *yaml.Node) {
@@ -396,17 +397,9 @@ func decodeTyped[T any](l *loader, m *yaml.Node, r *Resource, generic map[string
 // reporting unknown fields and bad values. extra are keys handled by the
 // caller (passed to onExtra).
 func (l *loader) object(m *yaml.Node, t reflect.Type, path string, r *Resource, label string, extra map[string]*yaml.Node, onExtra func(string, *yaml.Node)) map[string]any {
-	fields := fieldsOf(t)
-	byName := map[string]field{}
-	for _, f := range fields {
-		byName[f.Name] = f
-	}
-	var extraNames []string
-	for k := range extra {
-		extraNames = append(extraNames, k)
-	}
-	out := map[string]any{}
-	seen := map[string]bool{}
+	fields := fieldSetOf(t)
+	out := make(map[string]any, len(m.Content)/2)
+	seen := make(map[string]bool, len(m.Content)/2)
 	ok := true
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		key, val := m.Content[i], m.Content[i+1]
@@ -422,9 +415,13 @@ func (l *loader) object(m *yaml.Node, t reflect.Type, path string, r *Resource, 
 			}
 			continue
 		}
-		f, known := byName[key.Value]
+		f, known := fields.byName[key.Value]
 		if !known {
-			l.unknownField(key, label, fieldNames(fields, extraNames...))
+			var extraNames []string
+			for k := range extra {
+				extraNames = append(extraNames, k)
+			}
+			l.unknownField(key, label, fieldNames(fields.list, extraNames...))
 			ok = false
 			continue
 		}
