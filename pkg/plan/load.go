@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,7 +53,8 @@ type Source struct {
 	Data []byte
 }
 
-// LookupFunc returns a variable's value and whether it is defined.
+// LookupFunc returns a variable's value and whether it is defined. Load
+// may call it from several goroutines at once.
 type LookupFunc func(name string) (string, bool)
 
 // ReadSources reads plan files: each path is a file, or a directory whose
@@ -102,17 +106,36 @@ func unwrapPathError(err error) error {
 // file and line order, in a *ValidationError.
 func Load(sources []Source, lookup LookupFunc) (*Desired, error) {
 	l := &loader{lookup: lookup, desired: &Desired{}, badVars: map[*yaml.Node]bool{}}
-	for _, src := range sources {
-		l.file = src.Name
-		l.desired.Files = append(l.desired.Files, src.Name)
-		l.loadFile(src.Data)
+	// Each file is read on its own, in parallel; then their resources
+	// and problems are put together in file order, as if read one after
+	// the other, and validated together.
+	files := make([]*loader, len(sources))
+	forEach(len(sources), func(i int) {
+		fl := &loader{lookup: lookup, desired: &Desired{}, badVars: map[*yaml.Node]bool{}, file: sources[i].Name}
+		fl.loadFile(sources[i].Data)
+		files[i] = fl
+	})
+	fileIndex := make(map[string]int, len(sources))
+	for i, fl := range files {
+		l.desired.Files = append(l.desired.Files, fl.file)
+		if _, dup := fileIndex[fl.file]; !dup {
+			fileIndex[fl.file] = i
+		}
+		l.desired.Resources = append(l.desired.Resources, fl.desired.Resources...)
+		l.problems = append(l.problems, fl.problems...)
 	}
 	l.validate()
 	if len(l.problems) > 0 {
+		index := func(f string) int {
+			if i, ok := fileIndex[f]; ok {
+				return i
+			}
+			return len(sources)
+		}
 		sort.SliceStable(l.problems, func(i, j int) bool {
 			a, b := l.problems[i].Pos, l.problems[j].Pos
 			if a.File != b.File {
-				return fileIndex(l.desired.Files, a.File) < fileIndex(l.desired.Files, b.File)
+				return index(a.File) < index(b.File)
 			}
 			if a.Line != b.Line {
 				return a.Line < b.Line
@@ -124,13 +147,26 @@ func Load(sources []Source, lookup LookupFunc) (*Desired, error) {
 	return l.desired, nil
 }
 
-func fileIndex(files []string, f string) int {
-	for i, x := range files {
-		if x == f {
-			return i
+// forEach calls f(0) to f(n-1), on as many goroutines as there are
+// processors.
+func forEach(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
 		}
+		return
 	}
-	return len(files)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 type loader struct {
