@@ -48,15 +48,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
     subjects: [orders.paid]
     retention: forever
 `
-	_, err := Load([]Source{{Name: "p.yaml", Data: []byte(src)}}, noVars)
-	var verr *ValidationError
-	if !errors.As(err, &verr) {
-		t.Fatalf("Load: %v, want a ValidationError", err)
-	}
-	var got []string
-	for _, p := range verr.Problems {
-		got = append(got, p.String())
-	}
+	got := loadProblems(t, []Source{{Name: "p.yaml", Data: []byte(src)}})
 	want := []string{
 		`p.yaml:4:5: stream "ORDERS": unknown field "max_agee" (did you mean "max_age"?)`,
 		`p.yaml:7:25: stream "ORDERS": consumer "billing": filter "invoices.>" is outside the stream's subjects (orders.>)`,
@@ -66,6 +58,22 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// loadProblems loads sources, which must have problems, and returns them
+// as Load reports them.
+func loadProblems(t *testing.T, sources []Source) []string {
+	t.Helper()
+	_, err := Load(sources, noVars)
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("Load: %v, want a ValidationError", err)
+	}
+	var out []string
+	for _, p := range verr.Problems {
+		out = append(out, p.String())
+	}
+	return out
 }
 
 func TestLoadTypedConfig(t *testing.T) {
@@ -149,16 +157,7 @@ func TestLoadFilesInParallel(t *testing.T) {
 	sources = append(sources, sources[1])
 	load := func(procs int) []string {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		_, err := Load(sources, noVars)
-		var verr *ValidationError
-		if !errors.As(err, &verr) {
-			t.Fatalf("Load: %v, want a ValidationError", err)
-		}
-		var out []string
-		for _, p := range verr.Problems {
-			out = append(out, p.String())
-		}
-		return out
+		return loadProblems(t, sources)
 	}
 	want := load(1)
 	if len(want) < 20 {
