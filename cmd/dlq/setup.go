@@ -17,6 +17,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/audit"
 	pkgdlq "github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/setupresult"
 )
 
 type setupOptions struct {
@@ -220,9 +221,9 @@ func auditSetup(ctx context.Context, f *factory.Factory, res *pkgdlq.SetupResult
 	for _, r := range res.Resources {
 		action := ""
 		switch r.Action {
-		case pkgdlq.ActionCreated:
+		case setupresult.ActionCreated:
 			action = "create"
-		case pkgdlq.ActionUpdated:
+		case setupresult.ActionUpdated:
 			action = "update"
 		default:
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/setupresult"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -81,7 +82,7 @@ type RetrySetupConfig struct {
 // reports what it did (or would do) as setup's resources. Everything that
 // can refuse is checked before the first change; run again, it changes
 // nothing.
-func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySetupConfig) ([]Resource, error) {
+func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySetupConfig) ([]setupresult.Resource, error) {
 	if len(cfg.Consumers) == 0 {
 		return nil, fmt.Errorf("%w: a retry subject is per consumer: name it with --consumer", ErrInvalid)
 	}
@@ -108,7 +109,7 @@ func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySe
 		update  bool
 	}
 	var changes []change
-	var out []Resource
+	var out []setupresult.Resource
 	subjects := slices.Clone(sc.Subjects)
 	for _, c := range cfg.Consumers {
 		ci, ok := infos[c]
@@ -127,9 +128,9 @@ func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySe
 			}
 			switch {
 			case len(filters) == 0:
-				out = append(out, Resource{Kind: "consumer filter", Name: cfg.Stream + " > " + c, Action: ActionExists, Detail: "no filter: receives " + retry + " already"})
+				out = append(out, setupresult.Resource{Kind: "consumer filter", Name: cfg.Stream + " > " + c, Action: setupresult.ActionExists, Detail: "no filter: receives " + retry + " already"})
 			case slices.Contains(filters, retry):
-				out = append(out, Resource{Kind: "consumer filter", Name: cfg.Stream + " > " + c, Action: ActionExists, Detail: strings.Join(filters, ", ")})
+				out = append(out, setupresult.Resource{Kind: "consumer filter", Name: cfg.Stream + " > " + c, Action: setupresult.ActionExists, Detail: strings.Join(filters, ", ")})
 			default:
 				changes = append(changes, change{name: c, filters: append(filters, retry), update: true})
 			}
@@ -156,9 +157,9 @@ func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySe
 		return done
 	}
 	streamChanged := !slices.Equal(subjects, sc.Subjects)
-	streamRes := Resource{Kind: "stream subjects", Name: cfg.Stream, Action: ActionExists, Detail: strings.Join(subjects, ", ")}
+	streamRes := setupresult.Resource{Kind: "stream subjects", Name: cfg.Stream, Action: setupresult.ActionExists, Detail: strings.Join(subjects, ", ")}
 	if streamChanged {
-		streamRes.Action = action(ActionWouldUpdate, ActionUpdated)
+		streamRes.Action = action(setupresult.ActionWouldUpdate, setupresult.ActionUpdated)
 	}
 	// Adding: the stream takes the subject before a consumer may filter on
 	// it. Removing: the consumers let go of it before the stream does.
@@ -176,10 +177,10 @@ func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySe
 		if err := updateStream(); err != nil {
 			return nil, err
 		}
-		out = append([]Resource{streamRes}, out...)
+		out = append([]setupresult.Resource{streamRes}, out...)
 	}
 	for _, ch := range changes {
-		res := Resource{Kind: "consumer filter", Name: cfg.Stream + " > " + ch.name, Action: action(ActionWouldUpdate, ActionUpdated), Detail: strings.Join(ch.filters, ", ")}
+		res := setupresult.Resource{Kind: "consumer filter", Name: cfg.Stream + " > " + ch.name, Action: action(setupresult.ActionWouldUpdate, setupresult.ActionUpdated), Detail: strings.Join(ch.filters, ", ")}
 		if !cfg.DryRun {
 			cc := infos[ch.name].Config
 			cc.FilterSubject, cc.FilterSubjects = "", ch.filters

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
+	"github.com/jetctl/jetctl/pkg/setupresult"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -34,23 +35,7 @@ type SetupConfig struct {
 	DryRun        bool
 }
 
-// Resource is one thing setup created, found or changed.
-type Resource struct {
-	Kind   string `json:"kind"`
-	Name   string `json:"name"`
-	Action string `json:"action"`
-	Detail string `json:"detail"`
-}
-
-// Actions of a Resource.
-const (
-	ActionCreated        = "created"
-	ActionExists         = "exists"
-	ActionUpdated        = "updated"
-	ActionWouldCreate    = "would create"
-	ActionWouldUpdate    = "would update"
-	defaultCaptureMaxAge = 7 * 24 * time.Hour
-)
+const defaultCaptureMaxAge = 7 * 24 * time.Hour
 
 // SetupResult lists the resources of a DLQ.
 type SetupResult struct {
@@ -58,8 +43,8 @@ type SetupResult struct {
 	// Retention is the source stream's retention policy: it decides
 	// whether messages that died before the capture can still be found
 	// (sweep --scan, workqueue and interest only).
-	Retention string     `json:"retention"`
-	Resources []Resource `json:"resources"`
+	Retention string                 `json:"retention"`
+	Resources []setupresult.Resource `json:"resources"`
 	// CaptureCreated is true when advisories start being captured now:
 	// earlier ones were never captured.
 	CaptureCreated bool `json:"capture_created"`
@@ -94,9 +79,9 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		captureAge = defaultCaptureMaxAge
 	}
 	n := DefaultNames(cfg.Stream, cfg.DLQStream)
-	res := &SetupResult{Stream: cfg.Stream, Retention: RetentionName(src.CachedInfo().Config.Retention), Resources: []Resource{}, NewlyCaptured: []string{}}
+	res := &SetupResult{Stream: cfg.Stream, Retention: RetentionName(src.CachedInfo().Config.Retention), Resources: []setupresult.Resource{}, NewlyCaptured: []string{}}
 	add := func(kind, name, action, detail string) {
-		res.Resources = append(res.Resources, Resource{Kind: kind, Name: name, Action: action, Detail: detail})
+		res.Resources = append(res.Resources, setupresult.Resource{Kind: kind, Name: name, Action: action, Detail: detail})
 	}
 
 	// Look first: everything that can refuse is checked before a change.
@@ -171,13 +156,13 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		}
 		detail := captureDetail(&sc)
 		if cfg.DryRun {
-			add("stream", n.Capture, ActionWouldCreate, detail)
+			add("stream", n.Capture, setupresult.ActionWouldCreate, detail)
 		} else {
 			if _, err := js.CreateStream(ctx, sc); err != nil {
 				return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
 			}
 			res.CaptureCreated = true
-			add("stream", n.Capture, ActionCreated, detail)
+			add("stream", n.Capture, setupresult.ActionCreated, detail)
 		}
 	} else {
 		cc := capture.CachedInfo().Config
@@ -194,7 +179,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		subjects := mergeSubjects(have, want)
 		res.CapturedConsumers = capturedConsumers(subjects)
 		if slices.Equal(subjects, have) {
-			add("stream", n.Capture, ActionExists, captureDetail(&cc))
+			add("stream", n.Capture, setupresult.ActionExists, captureDetail(&cc))
 		} else {
 			before := capturedConsumers(have)
 			for _, c := range res.CapturedConsumers {
@@ -216,12 +201,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 				detail = "subjects " + detail
 			}
 			if cfg.DryRun {
-				add("stream", n.Capture, ActionWouldUpdate, detail)
+				add("stream", n.Capture, setupresult.ActionWouldUpdate, detail)
 			} else {
 				if _, err := js.UpdateStream(ctx, cc); err != nil {
 					return nil, fmt.Errorf("stream %q: %w", n.Capture, err)
 				}
-				add("stream", n.Capture, ActionUpdated, detail)
+				add("stream", n.Capture, setupresult.ActionUpdated, detail)
 			}
 		}
 	}
@@ -234,9 +219,9 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 	// The DLQ stream.
 	switch {
 	case dlqExists:
-		add("stream", n.DLQ, ActionExists, strings.Join(dlq.CachedInfo().Config.Subjects, ", "))
+		add("stream", n.DLQ, setupresult.ActionExists, strings.Join(dlq.CachedInfo().Config.Subjects, ", "))
 	case cfg.DryRun:
-		add("stream", n.DLQ, ActionWouldCreate, n.SubjectPrefix+".>")
+		add("stream", n.DLQ, setupresult.ActionWouldCreate, n.SubjectPrefix+".>")
 	default:
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        n.DLQ,
@@ -251,7 +236,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		if err != nil {
 			return nil, fmt.Errorf("stream %q: %w", n.DLQ, err)
 		}
-		add("stream", n.DLQ, ActionCreated, n.SubjectPrefix+".>")
+		add("stream", n.DLQ, setupresult.ActionCreated, n.SubjectPrefix+".>")
 	}
 	return res, nil
 }
@@ -309,19 +294,19 @@ func setupDurable(ctx context.Context, js jetstream.JetStream, n Names, existing
 	name := n.Capture + " > " + n.Durable
 	switch {
 	case existing != nil && dryRun:
-		add("consumer", name, ActionExists, detail)
+		add("consumer", name, setupresult.ActionExists, detail)
 		return nil
 	case existing != nil:
-		add("consumer", name, ActionExists, fmt.Sprintf("ack floor %d", existing.CachedInfo().AckFloor.Stream))
+		add("consumer", name, setupresult.ActionExists, fmt.Sprintf("ack floor %d", existing.CachedInfo().AckFloor.Stream))
 		return nil
 	case dryRun:
-		add("consumer", name, ActionWouldCreate, detail)
+		add("consumer", name, setupresult.ActionWouldCreate, detail)
 		return nil
 	}
 	if _, err := js.CreateConsumer(ctx, n.Capture, durableConfig(n.Durable, replicas)); err != nil {
 		return fmt.Errorf("stream %q: consumer %q: %w", n.Capture, n.Durable, err)
 	}
-	add("consumer", name, ActionCreated, detail)
+	add("consumer", name, setupresult.ActionCreated, detail)
 	return nil
 }
 

@@ -161,11 +161,11 @@ type Line struct {
 // second: fields in a fixed order, header names sorted.
 func (m *Message) AppendJSON(buf []byte) []byte {
 	buf = append(buf, `{"stream":`...)
-	buf = appendString(buf, m.Stream)
+	buf = AppendJSONString(buf, m.Stream)
 	buf = append(buf, `,"seq":`...)
 	buf = strconv.AppendUint(buf, m.Seq, 10)
 	buf = append(buf, `,"subject":`...)
-	buf = appendString(buf, m.Subject)
+	buf = AppendJSONString(buf, m.Subject)
 	buf = append(buf, `,"time":"`...)
 	buf = m.Time.UTC().AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, '"')
@@ -177,13 +177,13 @@ func (m *Message) AppendJSON(buf []byte) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, validUTF8(k, exact))
+			buf = AppendJSONString(buf, validUTF8(k, exact))
 			buf = append(buf, ":["...)
 			for j, v := range m.Header[k] {
 				if j > 0 {
 					buf = append(buf, ',')
 				}
-				buf = appendString(buf, validUTF8(v, exact))
+				buf = AppendJSONString(buf, validUTF8(v, exact))
 			}
 			buf = append(buf, ']')
 		}
@@ -220,7 +220,7 @@ func appendData(buf, data []byte) []byte {
 	}
 	buf = append(buf, `,"data":`...)
 	if !jsonvalue.Valid(data) {
-		return appendString(buf, data)
+		return AppendJSONString(buf, data)
 	}
 	if verbatim(data) {
 		return append(buf, data...)
@@ -433,32 +433,61 @@ func ParseLine(line []byte) (*Message, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Invalid UTF-8 cannot reach it:
-// such payloads are written as data_b64, such headers as headers_b64.
-func appendString[T string | []byte](buf []byte, s T) []byte {
+// AppendJSONString appends s to buf as a JSON string, byte for byte as
+// encoding/json writes it with HTML escaping off (the rule of every JSON
+// output, cmd/output): \" \\ \b \f \n \r \t, other control characters
+// as \u00XX, U+2028 and U+2029 as \u2028 and \u2029, and each byte of
+// invalid UTF-8 as \ufffd. It is jetctl's one JSON string escaper, for the
+// lines written by hand because they are written by the hundred thousand
+// (replay, dlq, the events timeline), and held to encoding/json by
+// TestAppendJSONStringMatchesEncodingJSON.
+func AppendJSONString[T string | []byte](buf []byte, s T) []byte {
 	buf = append(buf, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
 			continue
 		}
-		buf = append(buf, s[start:i]...)
-		switch c {
-		case '"':
-			buf = append(buf, '\\', '"')
-		case '\\':
-			buf = append(buf, '\\', '\\')
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		if c < utf8.RuneSelf {
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
 		}
-		start = i + 1
+		// At most utf8.UTFMax bytes: a []byte's copy stays on the stack.
+		end := min(i+utf8.UTFMax, len(s))
+		r, size := utf8.DecodeRuneInString(string(s[i:end]))
+		switch {
+		case r == utf8.RuneError && size == 1:
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')

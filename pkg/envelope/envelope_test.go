@@ -7,9 +7,12 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
 
 func TestJSONLineRoundTrip(t *testing.T) {
@@ -238,5 +241,69 @@ func BenchmarkAppendJSONDocument(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf = m.AppendJSON(buf[:0])
+	}
+}
+
+// jsonString is a string as encoding/json writes it with HTML escaping off,
+// the rule of every JSON output (cmd/output).
+func jsonString(t testing.TB, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+var jsonStringCases = []string{
+	"", "plain", `quote " and \ back`, "ctl \x00\x01\x08\x0c\x1f\x7f\n\r\t", "<html> & >", "orders.>",
+	"invalid \xff\xfe utf8", "\xc3\x28 \xe2\x80 \xf0\x9f\x9a", "<\xff&>", "line\u2028sep\u2029", "\u2028\xe2\x80\xa8\xe2\x80\xaa",
+	"日本語 ✓ grüße 🚀", "\ufffd", "\xed\xa0\x80 surrogate", "end \xe2",
+}
+
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range jsonStringCases {
+		want := jsonString(t, s)
+		if got := string(AppendJSONString([]byte("x"), s)); got != "x"+want {
+			t.Errorf("%q: got %s want %s", s, got[1:], want)
+		}
+		if got := string(AppendJSONString(nil, []byte(s))); got != want {
+			t.Errorf("%q as []byte: got %s want %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range jsonStringCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := jsonString(t, s)
+		if got := string(AppendJSONString(nil, s)); got != want {
+			t.Errorf("%q: got %s want %s", s, got, want)
+		}
+		if got := string(AppendJSONString(nil, []byte(s))); got != want {
+			t.Errorf("%q as []byte: got %s want %s", s, got, want)
+		}
+	})
+}
+
+// A message's text fields are written as encoding/json writes them.
+func TestAppendJSONStringFieldsMatchEncodingJSON(t *testing.T) {
+	for _, s := range jsonStringCases {
+		if !utf8.ValidString(s) {
+			continue // such headers go to headers_b64, such payloads to data_b64
+		}
+		m := &Message{Stream: s, Seq: 1, Subject: s, Time: time.Unix(0, 0).UTC(), Header: nats.Header{"H": {s}}, Data: []byte(s)}
+		if jsonvalue.Valid(m.Data) {
+			continue
+		}
+		want := `{"stream":` + jsonString(t, s) + `,"seq":1,"subject":` + jsonString(t, s) + `,"time":"1970-01-01T00:00:00Z","headers":{"H":[` +
+			jsonString(t, s) + `]},"data":` + jsonString(t, s) + `,"size":` + strconv.Itoa(len(s)) + "}\n"
+		if got := string(m.AppendJSON(nil)); got != want {
+			t.Errorf("%q:\n got %s\nwant %s", s, got, want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jetctl/jetctl/pkg/audit"
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/recorder"
 )
@@ -88,32 +89,6 @@ type advisory struct {
 	Server string `json:"server"`
 }
 
-// AuditRecord is the audit record jetctl's changing commands publish on
-// jetctl.audit.<stream or _>.<consumer or _>.<verb tokens> (docs/events.md,
-// "Audit records"); pkg/events reads it on its own, with the fields it
-// shows.
-type AuditRecord struct {
-	Type     string           `json:"type"`
-	ID       string           `json:"id"`
-	Time     time.Time        `json:"time"`
-	Command  string           `json:"command"`
-	Stream   string           `json:"stream"`
-	Consumer string           `json:"consumer"`
-	Action   string           `json:"action"`
-	Summary  string           `json:"summary"`
-	Counts   map[string]int64 `json:"counts"`
-	Result   string           `json:"result"`
-	Error    string           `json:"error"`
-	User     string           `json:"user"`
-	NatsUser string           `json:"nats_user"`
-	Host     string           `json:"host"`
-	Version  string           `json:"version"`
-	Args     []string         `json:"args"`
-}
-
-// AuditType is the type of the audit records this version reads.
-const AuditType = "io.jetctl.audit.v1"
-
 // Decode turns a stored message of the recorder (or of a DLQ capture) into
 // an Event; false for a message that is no event (not JSON, a copy a
 // stream move made).
@@ -127,7 +102,7 @@ func Decode(m *envelope.Message) (*Event, bool) {
 	}
 	switch {
 	case strings.HasPrefix(m.Subject, recorder.AuditPrefix+"."):
-		var r AuditRecord
+		var r audit.Record
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			return nil, false
 		}
@@ -146,7 +121,7 @@ func Decode(m *envelope.Message) (*Event, bool) {
 	return e, true
 }
 
-func decodeAudit(e *Event, r *AuditRecord) {
+func decodeAudit(e *Event, r *audit.Record) {
 	e.Type = TypeAudit
 	e.Stream, e.Consumer, e.User = r.Stream, r.Consumer, r.User
 	if e.Stream == "" || e.Consumer == "" {

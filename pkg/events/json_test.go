@@ -22,8 +22,8 @@ func marshalLine(t *testing.T, e *Event) string {
 
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	local := time.FixedZone("X", 3600)
-	texts := []string{"", "seq 42 reached max deliveries (5)", `quote " and \ back`, "ctl \x00\x01\x1f\n\r\t", "<html> & >",
-		"invalid \xff\xfe utf8", "line\u2028sep\u2029", "日本語 ✓", "orders.>"}
+	texts := []string{"", "seq 42 reached max deliveries (5)", `quote " and \ back`, "ctl \x00\x01\x08\x0c\x1f\n\r\t", "<html> & >",
+		"invalid \xff\xfe utf8", "<\xff&>", "<\u2028&>", "line\u2028sep\u2029", "日本語 ✓", "orders.>"}
 	var events []*Event
 	for i, s := range texts {
 		events = append(events, &Event{

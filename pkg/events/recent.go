@@ -10,6 +10,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/audit"
 	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/recorder"
 	"github.com/jetctl/jetctl/pkg/units"
@@ -179,8 +180,8 @@ func windowText(d time.Duration) string {
 	return units.FormatDuration(d)
 }
 
-func decodeAuditRecord(data []byte) *AuditRecord {
-	var a AuditRecord
+func decodeAuditRecord(data []byte) *audit.Record {
+	var a audit.Record
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil
 	}

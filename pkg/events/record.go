@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/recorder"
+	"github.com/jetctl/jetctl/pkg/setupresult"
 	"github.com/jetctl/jetctl/pkg/streamread"
 	"github.com/jetctl/jetctl/pkg/units"
 )
@@ -37,25 +38,6 @@ type RecordConfig struct {
 	At func(step string)
 }
 
-// Resource is one thing Record created, found, changed or adopted.
-type Resource struct {
-	Kind   string `json:"kind"`
-	Name   string `json:"name"`
-	Action string `json:"action"`
-	Detail string `json:"detail"`
-}
-
-// Actions of a Resource.
-const (
-	ActionCreated     = "created"
-	ActionExists      = "exists"
-	ActionUpdated     = "updated"
-	ActionAdopted     = "adopted"
-	ActionWouldCreate = "would create"
-	ActionWouldUpdate = "would update"
-	ActionWouldAdopt  = "would adopt"
-)
-
 // RecordResult says what the recorder captures, for how long, and what
 // Record did.
 type RecordResult struct {
@@ -63,13 +45,13 @@ type RecordResult struct {
 	Subjects []string `json:"subjects"`
 	// MaxAge is in seconds, as the server's stream info gives it in Go
 	// duration nanoseconds; MaxAgeText says it for people ("7d").
-	MaxAge     float64    `json:"max_age_seconds"`
-	MaxAgeText string     `json:"max_age"`
-	MaxBytes   int64      `json:"max_bytes"`
-	Replicas   int        `json:"replicas"`
-	Changed    bool       `json:"changed"`
-	DryRun     bool       `json:"dry_run"`
-	Resources  []Resource `json:"resources"`
+	MaxAge     float64                `json:"max_age_seconds"`
+	MaxAgeText string                 `json:"max_age"`
+	MaxBytes   int64                  `json:"max_bytes"`
+	Replicas   int                    `json:"replicas"`
+	Changed    bool                   `json:"changed"`
+	DryRun     bool                   `json:"dry_run"`
+	Resources  []setupresult.Resource `json:"resources"`
 	// Adopted are the DLQ captures that now read the recorder.
 	Adopted []string `json:"adopted"`
 	// Recovered counts the advisories the hand-over's safety net
@@ -99,10 +81,10 @@ func Record(ctx context.Context, js jetstream.JetStream, cfg RecordConfig) (*Rec
 		return nil, err
 	}
 	res := &RecordResult{Stream: recorder.Stream, Subjects: want.Subjects, MaxAge: want.MaxAge.Seconds(), MaxAgeText: units.FormatDuration(want.MaxAge),
-		MaxBytes: want.MaxBytes, Replicas: want.Replicas, DryRun: cfg.DryRun, Resources: []Resource{}, Adopted: []string{}}
+		MaxBytes: want.MaxBytes, Replicas: want.Replicas, DryRun: cfg.DryRun, Resources: []setupresult.Resource{}, Adopted: []string{}}
 	add := func(kind, name, action, detail string) {
-		res.Resources = append(res.Resources, Resource{Kind: kind, Name: name, Action: action, Detail: detail})
-		if action != ActionExists {
+		res.Resources = append(res.Resources, setupresult.Resource{Kind: kind, Name: name, Action: action, Detail: detail})
+		if action != setupresult.ActionExists {
 			res.Changed = true
 		}
 	}
@@ -113,16 +95,16 @@ func Record(ctx context.Context, js jetstream.JetStream, cfg RecordConfig) (*Rec
 	}
 	switch {
 	case existing == nil && cfg.DryRun:
-		add("stream", recorder.Stream, ActionWouldCreate, limitsDetail(want))
+		add("stream", recorder.Stream, setupresult.ActionWouldCreate, limitsDetail(want))
 	case existing == nil:
 	case diff == "":
-		add("stream", recorder.Stream, ActionExists, limitsDetail(want))
+		add("stream", recorder.Stream, setupresult.ActionExists, limitsDetail(want))
 	case cfg.DryRun:
-		add("stream", recorder.Stream, ActionWouldUpdate, diff)
+		add("stream", recorder.Stream, setupresult.ActionWouldUpdate, diff)
 	}
 	for _, c := range captures {
 		if cfg.DryRun {
-			add("stream", c.Config.Name, ActionWouldAdopt, adoptDetail(c))
+			add("stream", c.Config.Name, setupresult.ActionWouldAdopt, adoptDetail(c))
 		}
 	}
 	if cfg.DryRun {
@@ -135,12 +117,12 @@ func Record(ctx context.Context, js jetstream.JetStream, cfg RecordConfig) (*Rec
 	}
 	switch {
 	case existing == nil:
-		add("stream", recorder.Stream, ActionCreated, limitsDetail(want))
+		add("stream", recorder.Stream, setupresult.ActionCreated, limitsDetail(want))
 	case diff != "":
-		add("stream", recorder.Stream, ActionUpdated, diff)
+		add("stream", recorder.Stream, setupresult.ActionUpdated, diff)
 	}
 	for _, c := range captures {
-		add("stream", c.Config.Name, ActionAdopted, adoptDetail(c))
+		add("stream", c.Config.Name, setupresult.ActionAdopted, adoptDetail(c))
 		res.Adopted = append(res.Adopted, c.Config.Name)
 	}
 	res.Recovered = h.recovered

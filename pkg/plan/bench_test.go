@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
+	"github.com/jetctl/jetctl/pkg/plan/plangen"
 )
 
 // benchDesired declares streams × consumers, as bench/plan.sh does.
@@ -71,6 +72,32 @@ func BenchmarkCompute200x5(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := Compute(desired, live, Options{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad100x50 reads and validates the tree bench/genplans writes
+// by default: 100 files of 50 streams (5,000 streams, 1 to 3 subjects and
+// 1 or 2 consumers each) and 5 KV buckets. jetctl plan and jetctl lint
+// pay this before anything else.
+func BenchmarkLoad100x50(b *testing.B) {
+	dir := b.TempDir()
+	if err := plangen.Write(dir, plangen.Options{Files: 100, Streams: 50, KV: 5, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sources, err := ReadSources([]string{dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := Load(sources, noVars)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(d.Files) != 100 {
+			b.Fatalf("%d files", len(d.Files))
 		}
 	}
 }

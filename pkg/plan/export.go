@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/units"
 )
@@ -174,7 +175,8 @@ func ExportNode(ctx context.Context, js jetstream.JetStream, opts ExportOptions)
 
 // appendNodeJSON writes an export node tree as JSON: mappings as objects in
 // their order, sequences as arrays, and scalars by the tags export gives
-// them (!!int and !!bool as they are, everything else a string).
+// them (!!int and !!bool as they are, everything else a string). Strings
+// leave <, > and & as they are: subjects such as orders.> stay readable.
 func appendNodeJSON(buf []byte, n *yaml.Node) ([]byte, error) {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -183,11 +185,9 @@ func appendNodeJSON(buf []byte, n *yaml.Node) ([]byte, error) {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			var err error
-			if buf, err = appendJSONString(buf, n.Content[i].Value); err != nil {
-				return nil, err
-			}
+			buf = envelope.AppendJSONString(buf, n.Content[i].Value)
 			buf = append(buf, ':')
+			var err error
 			if buf, err = appendNodeJSON(buf, n.Content[i+1]); err != nil {
 				return nil, err
 			}
@@ -210,21 +210,9 @@ func appendNodeJSON(buf []byte, n *yaml.Node) ([]byte, error) {
 		case "!!int", "!!bool":
 			return append(buf, n.Value...), nil
 		}
-		return appendJSONString(buf, n.Value)
+		return envelope.AppendJSONString(buf, n.Value), nil
 	}
 	return nil, fmt.Errorf("export: unexpected YAML node kind %v", n.Kind)
-}
-
-// appendJSONString appends s as a JSON string, leaving <, > and & as they
-// are: subjects such as orders.> stay readable.
-func appendJSONString(buf []byte, s string) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		return nil, err
-	}
-	return append(buf, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
 }
 
 func exportConsumers(live *Live, stream *jetstream.StreamConfig) *yaml.Node {

@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,7 +53,8 @@ type Source struct {
 	Data []byte
 }
 
-// LookupFunc returns a variable's value and whether it is defined.
+// LookupFunc returns a variable's value and whether it is defined. Load
+// may call it from several goroutines at once.
 type LookupFunc func(name string) (string, bool)
 
 // ReadSources reads plan files: each path is a file, or a directory whose
@@ -102,17 +106,36 @@ func unwrapPathError(err error) error {
 // file and line order, in a *ValidationError.
 func Load(sources []Source, lookup LookupFunc) (*Desired, error) {
 	l := &loader{lookup: lookup, desired: &Desired{}, badVars: map[*yaml.Node]bool{}}
-	for _, src := range sources {
-		l.file = src.Name
-		l.desired.Files = append(l.desired.Files, src.Name)
-		l.loadFile(src.Data)
+	// Each file is read on its own, in parallel; then their resources
+	// and problems are put together in file order, as if read one after
+	// the other, and validated together.
+	files := make([]*loader, len(sources))
+	forEach(len(sources), func(i int) {
+		fl := &loader{lookup: lookup, desired: &Desired{}, badVars: map[*yaml.Node]bool{}, file: sources[i].Name}
+		fl.loadFile(sources[i].Data)
+		files[i] = fl
+	})
+	fileIndex := make(map[string]int, len(sources))
+	for i, fl := range files {
+		l.desired.Files = append(l.desired.Files, fl.file)
+		if _, dup := fileIndex[fl.file]; !dup {
+			fileIndex[fl.file] = i
+		}
+		l.desired.Resources = append(l.desired.Resources, fl.desired.Resources...)
+		l.problems = append(l.problems, fl.problems...)
 	}
 	l.validate()
 	if len(l.problems) > 0 {
+		index := func(f string) int {
+			if i, ok := fileIndex[f]; ok {
+				return i
+			}
+			return len(sources)
+		}
 		sort.SliceStable(l.problems, func(i, j int) bool {
 			a, b := l.problems[i].Pos, l.problems[j].Pos
 			if a.File != b.File {
-				return fileIndex(l.desired.Files, a.File) < fileIndex(l.desired.Files, b.File)
+				return index(a.File) < index(b.File)
 			}
 			if a.Line != b.Line {
 				return a.Line < b.Line
@@ -124,13 +147,26 @@ func Load(sources []Source, lookup LookupFunc) (*Desired, error) {
 	return l.desired, nil
 }
 
-func fileIndex(files []string, f string) int {
-	for i, x := range files {
-		if x == f {
-			return i
+// forEach calls f(0) to f(n-1), on as many goroutines as there are
+// processors.
+func forEach(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
 		}
+		return
 	}
-	return len(files)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 type loader struct {
@@ -279,7 +315,8 @@ func (l *loader) nameOf(m *yaml.Node, kind Kind, keys ...string) (string, bool) 
 }
 
 func (l *loader) newResource(kind Kind, m *yaml.Node, stream, name string) *Resource {
-	return &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: map[string]Pos{}}
+	// Most fields' positions are recorded, plus one per list item.
+	return &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: make(map[string]Pos, len(m.Content)/2+4)}
 }
 
 func (l *loader) stream(m *yaml.Node) {
@@ -396,17 +433,9 @@ func decodeTyped[T any](l *loader, m *yaml.Node, r *Resource, generic map[string
 // reporting unknown fields and bad values. extra are keys handled by the
 // caller (passed to onExtra).
 func (l *loader) object(m *yaml.Node, t reflect.Type, path string, r *Resource, label string, extra map[string]*yaml.Node, onExtra func(string, *yaml.Node)) map[string]any {
-	fields := fieldsOf(t)
-	byName := map[string]field{}
-	for _, f := range fields {
-		byName[f.Name] = f
-	}
-	var extraNames []string
-	for k := range extra {
-		extraNames = append(extraNames, k)
-	}
-	out := map[string]any{}
-	seen := map[string]bool{}
+	fields := fieldSetOf(t)
+	out := make(map[string]any, len(m.Content)/2)
+	seen := make(map[string]bool, len(m.Content)/2)
 	ok := true
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		key, val := m.Content[i], m.Content[i+1]
@@ -422,9 +451,13 @@ func (l *loader) object(m *yaml.Node, t reflect.Type, path string, r *Resource, 
 			}
 			continue
 		}
-		f, known := byName[key.Value]
+		f, known := fields.byName[key.Value]
 		if !known {
-			l.unknownField(key, label, fieldNames(fields, extraNames...))
+			var extraNames []string
+			for k := range extra {
+				extraNames = append(extraNames, k)
+			}
+			l.unknownField(key, label, fieldNames(fields.list, extraNames...))
 			ok = false
 			continue
 		}

@@ -2,9 +2,13 @@ package plan
 
 import (
 	"errors"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetctl/jetctl/pkg/plan/plangen"
 )
 
 func noVars(string) (string, bool) { return "", false }
@@ -44,15 +48,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
     subjects: [orders.paid]
     retention: forever
 `
-	_, err := Load([]Source{{Name: "p.yaml", Data: []byte(src)}}, noVars)
-	var verr *ValidationError
-	if !errors.As(err, &verr) {
-		t.Fatalf("Load: %v, want a ValidationError", err)
-	}
-	var got []string
-	for _, p := range verr.Problems {
-		got = append(got, p.String())
-	}
+	got := loadProblems(t, []Source{{Name: "p.yaml", Data: []byte(src)}})
 	want := []string{
 		`p.yaml:4:5: stream "ORDERS": unknown field "max_agee" (did you mean "max_age"?)`,
 		`p.yaml:7:25: stream "ORDERS": consumer "billing": filter "invoices.>" is outside the stream's subjects (orders.>)`,
@@ -62,6 +58,22 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// loadProblems loads sources, which must have problems, and returns them
+// as Load reports them.
+func loadProblems(t *testing.T, sources []Source) []string {
+	t.Helper()
+	_, err := Load(sources, noVars)
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("Load: %v, want a ValidationError", err)
+	}
+	var out []string
+	for _, p := range verr.Problems {
+		out = append(out, p.String())
+	}
+	return out
 }
 
 func TestLoadTypedConfig(t *testing.T) {
@@ -116,5 +128,54 @@ func TestSuggest(t *testing.T) {
 		if got := suggest(in, names); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestLoadFilesInParallel loads files with problems in several of them,
+// on one processor and on several: the files are read in parallel, but
+// the resources and problems must come out the same, in file order.
+func TestLoadFilesInParallel(t *testing.T) {
+	files := plangen.Generate(plangen.Options{Files: 12, Streams: 5, KV: 1, Seed: 3})
+	var sources []Source
+	for i, f := range files {
+		data := string(f.Data)
+		switch i {
+		case 2: // an unknown field and an undefined variable
+			data = strings.Replace(data, "    retention:", "    max_agee: 1d\n    description: ${UNDEFINED}\n    retention:", 1)
+		case 5: // invalid YAML
+			data += "streams: [\n"
+		case 7: // the streams of file 0 again, and one overlapping file 0's first
+			first, _, _ := strings.Cut(string(files[0].Data), "\nkv:")
+			_, streams, _ := strings.Cut(first, "streams:\n")
+			data = strings.Replace(data, "streams:\n", "streams:\n"+streams+"  - name: EXTRA\n    subjects: [orders.0.paid]\n", 1)
+		case 9:
+			data = strings.Replace(data, "kv:", "kv:\n  - bucket: bad.name\n", 1)
+		}
+		sources = append(sources, Source{Name: f.Name, Data: []byte(data)})
+	}
+	// The same file twice: its resources are declared twice.
+	sources = append(sources, sources[1])
+	load := func(procs int) []string {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		return loadProblems(t, sources)
+	}
+	want := load(1)
+	if len(want) < 20 {
+		t.Fatalf("only %d problems:\n%s", len(want), strings.Join(want, "\n"))
+	}
+	for _, procs := range []int{2, 4, 16} {
+		if got := load(procs); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("on %d processors:\n%s\nwant (on 1):\n%s", procs, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	var seen []string
+	for _, p := range want {
+		file, _, _ := strings.Cut(p, ":")
+		if len(seen) == 0 || seen[len(seen)-1] != file {
+			seen = append(seen, file)
+		}
+	}
+	if !slices.IsSorted(seen) || len(seen) != 5 {
+		t.Errorf("problems by file: %v", seen)
 	}
 }

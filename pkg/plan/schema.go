@@ -2,8 +2,10 @@ package plan
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,9 +59,25 @@ var ignoredFields = map[reflect.Type]map[string]bool{
 	consumerConfigType: {},
 }
 
-// fieldsOf lists t's JSON fields in declaration order.
-func fieldsOf(t reflect.Type) []field {
-	var out []field
+// fieldsOf lists t's JSON fields in declaration order. The list is
+// shared: do not modify it.
+func fieldsOf(t reflect.Type) []field { return fieldSetOf(t).list }
+
+// fieldSet is a struct type's JSON fields, in order and by name.
+type fieldSet struct {
+	list   []field
+	byName map[string]field
+}
+
+// fieldSets caches each type's fieldSet: the loader asks for it for every
+// mapping it reads.
+var fieldSets sync.Map // reflect.Type -> *fieldSet
+
+func fieldSetOf(t reflect.Type) *fieldSet {
+	if fs, ok := fieldSets.Load(t); ok {
+		return fs.(*fieldSet)
+	}
+	fs := &fieldSet{byName: map[string]field{}}
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		if !sf.IsExported() {
@@ -69,9 +87,13 @@ func fieldsOf(t reflect.Type) []field {
 		if name == "-" || name == "" || ignoredFields[t][name] {
 			continue
 		}
-		out = append(out, field{Name: name, Index: i, Type: sf.Type})
+		f := field{Name: name, Index: i, Type: sf.Type}
+		fs.list = append(fs.list, f)
+		fs.byName[name] = f
 	}
-	return out
+	fs.list = slices.Clip(fs.list)
+	actual, _ := fieldSets.LoadOrStore(t, fs)
+	return actual.(*fieldSet)
 }
 
 func fieldNames(fields []field, extra ...string) []string {

@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -264,26 +266,56 @@ func (l *loader) validateConsumer(r *Resource, stream *Resource) {
 }
 
 // validateOverlaps reports declared streams whose subjects overlap: the
-// server refuses the second.
+// server refuses the second. Each stream's subjects are looked up in an
+// index of the streams before it; the problems come in the order of a
+// comparison of every pair: by stream, then earlier stream, then subject
+// of each.
 func (l *loader) validateOverlaps() {
-	var streams []*Resource
-	for _, r := range l.desired.Resources {
-		if r.Kind != KindConsumer {
-			streams = append(streams, r)
-		}
+	type stream struct {
+		r        *Resource
+		name     string
+		subjects []string
+		valid    []bool
 	}
+	var streams []stream
+	for _, r := range l.desired.Resources {
+		if r.Kind == KindConsumer {
+			continue
+		}
+		s := stream{r: r, name: r.StreamName(), subjects: streamSubjects(r)}
+		s.valid = make([]bool, len(s.subjects))
+		for i, sub := range s.subjects {
+			s.valid[i] = validSubject(sub)
+		}
+		streams = append(streams, s)
+	}
+	type hit struct{ a, bi, ai int }
+	var index subjectIndex
+	var hits []hit
 	for i, b := range streams {
-		for _, a := range streams[:i] {
-			if a.StreamName() == b.StreamName() {
+		hits = hits[:0]
+		for bi, bsub := range b.subjects {
+			if !b.valid[bi] {
 				continue
 			}
-			bs := streamSubjects(b)
-			for bi, bsub := range bs {
-				for _, asub := range streamSubjects(a) {
-					if validSubject(asub) && validSubject(bsub) && subjectsCollide(asub, bsub) {
-						l.problemAt(b.at(fmt.Sprintf("subjects[%d]", bi)), "%s: subject %q overlaps %q of %s (%s)", b.Label(), bsub, asub, a.Label(), a.Pos)
-					}
-				}
+			index.overlapping(bsub, func(ref subjectRef) {
+				hits = append(hits, hit{ref.stream, bi, ref.subject})
+			})
+		}
+		slices.SortFunc(hits, func(x, y hit) int {
+			return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.bi, y.bi), cmp.Compare(x.ai, y.ai))
+		})
+		for _, h := range hits {
+			a := streams[h.a]
+			bsub, asub := b.subjects[h.bi], a.subjects[h.ai]
+			if a.name == b.name || !subjectsCollide(asub, bsub) {
+				continue
+			}
+			l.problemAt(b.r.at(fmt.Sprintf("subjects[%d]", h.bi)), "%s: subject %q overlaps %q of %s (%s)", b.r.Label(), bsub, asub, a.r.Label(), a.r.Pos)
+		}
+		for bi, bsub := range b.subjects {
+			if b.valid[bi] {
+				index.add(bsub, subjectRef{i, bi})
 			}
 		}
 	}
