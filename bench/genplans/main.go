@@ -25,10 +25,11 @@ func main() {
 	flag.IntVar(&o.Streams, "streams", 50, "streams in each file")
 	flag.IntVar(&o.KV, "kv", 5, "KV buckets in each file")
 	flag.Int64Var(&o.Seed, "seed", 1, "random seed")
+	flag.BoolVar(&o.SingleServer, "single-server", false, "one replica for every stream (a third have 3 otherwise), for a server that is not clustered")
 	out := flag.String("out", "", "directory to write the files to (required)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		log.Fatal("usage: genplans [-files N] [-streams N] [-kv N] [-seed N] -out DIR")
+		log.Fatal("usage: genplans [-files N] [-streams N] [-kv N] [-seed N] [-single-server] -out DIR")
 	}
 	if err := plangen.Write(*out, o); err != nil {
 		log.Fatal(err)
