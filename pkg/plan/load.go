@@ -141,6 +141,8 @@ type loader struct {
 	file       string
 	desired    *Desired
 	problems   []Problem
+	// owners are the current file's resources, by their mapping node.
+	owners map[*yaml.Node]*Resource
 }
 
 func (l *loader) pos(n *yaml.Node) Pos { return Pos{File: l.file, Line: n.Line, Column: n.Column} }
@@ -167,6 +169,8 @@ func (l *loader) loadFile(data []byte) {
 		return
 	}
 	l.expand(&doc)
+	l.owners = map[*yaml.Node]*Resource{}
+	defer scanIgnores(l.file, data, &doc, l.owners, &l.desired.StrayIgnores)
 	root := doc.Content[0]
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 		return
@@ -279,7 +283,9 @@ func (l *loader) nameOf(m *yaml.Node, kind Kind, keys ...string) (string, bool) 
 }
 
 func (l *loader) newResource(kind Kind, m *yaml.Node, stream, name string) *Resource {
-	return &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: map[string]Pos{}}
+	r := &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: map[string]Pos{}}
+	l.owners[m] = r
+	return r
 }
 
 func (l *loader) stream(m *yaml.Node) {
