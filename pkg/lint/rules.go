@@ -161,9 +161,9 @@ var rules = []Rule{
 	},
 	{
 		ID: "ignore-invalid", Severity: Error,
-		Summary: "a jetctl:ignore comment with an unknown rule or no reason",
-		Why:     "A silence must say which rule and why, so that a reviewer can judge it.",
-		Fix:     "Write `# jetctl:ignore RULE-ID the reason` with a rule id from `jetctl lint --rules`.",
+		Summary: "a jetctl:ignore comment with an unknown rule, no reason, or on no resource",
+		Why:     "A silence must say which rule and why, so that a reviewer can judge it, and be on the resource it silences.",
+		Fix:     "Write `# jetctl:ignore RULE-ID the reason`, with a rule id from `jetctl lint --rules`, directly above the resource's list item or on one of its lines.",
 		Source:  "jetctl",
 	},
 	{
@@ -267,61 +267,48 @@ func checkStreamUnbounded(c *context, r *plan.Resource) {
 }
 
 // storageAndReplicas are a stream's, bucket's or object store's.
-func storageAndReplicas(r *plan.Resource) (jetstream.StorageType, int, string, bool) {
+func storageAndReplicas(r *plan.Resource) (jetstream.StorageType, int, bool) {
 	switch r.Kind {
 	case plan.KindStream:
-		return r.StreamConfig.Storage, r.StreamConfig.Replicas, "num_replicas", true
+		return r.StreamConfig.Storage, r.StreamConfig.Replicas, true
 	case plan.KindKV:
-		return r.KeyValueConfig.Storage, r.KeyValueConfig.Replicas, "replicas", true
+		return r.KeyValueConfig.Storage, r.KeyValueConfig.Replicas, true
 	case plan.KindObjectStore:
-		return r.ObjectStoreConfig.Storage, r.ObjectStoreConfig.Replicas, "replicas", true
+		return r.ObjectStoreConfig.Storage, r.ObjectStoreConfig.Replicas, true
 	}
-	return 0, 0, "", false
-}
-
-// replicasField is the key the replicas were declared with.
-func replicasField(r *plan.Resource, def string) string {
-	for _, k := range []string{"num_replicas", "replicas"} {
-		if _, ok := r.FieldPos[k]; ok {
-			return k
-		}
-	}
-	return def
+	return 0, 0, false
 }
 
 func checkMemorySingleReplica(c *context, r *plan.Resource) {
-	storage, replicas, field, ok := storageAndReplicas(r)
+	storage, replicas, ok := storageAndReplicas(r)
 	if !ok || storage != jetstream.MemoryStorage || replicas > 1 {
 		return
 	}
-	if _, ok := r.FieldPos["storage"]; ok {
-		field = "storage"
-	}
-	c.report(r, field, "memory storage with one replica: everything in it is lost when its server restarts")
+	c.report(r, "storage", "memory storage with one replica: everything in it is lost when its server restarts")
 }
 
 func checkReplicasEven(c *context, r *plan.Resource) {
-	_, replicas, field, ok := storageAndReplicas(r)
+	_, replicas, ok := storageAndReplicas(r)
 	if !ok || replicas < 2 || replicas%2 != 0 {
 		return
 	}
-	c.report(r, replicasField(r, field), "%d replicas survive no more server failures than %d", replicas, replicas-1)
+	c.report(r, "num_replicas", "%d replicas survive no more server failures than %d", replicas, replicas-1)
 }
 
 func checkReplicasSingleInCluster(c *context, r *plan.Resource) {
-	_, replicas, field, ok := storageAndReplicas(r)
+	_, replicas, ok := storageAndReplicas(r)
 	if !ok || replicas > 1 || c.env.ClusterSize < 2 {
 		return
 	}
-	c.report(r, replicasField(r, field), "one replica on a %d-server cluster: it is unavailable whenever its server restarts", c.env.ClusterSize)
+	c.report(r, "num_replicas", "one replica on a %d-server cluster: it is unavailable whenever its server restarts", c.env.ClusterSize)
 }
 
 func checkReplicasAboveCluster(c *context, r *plan.Resource) {
-	_, replicas, field, ok := storageAndReplicas(r)
+	_, replicas, ok := storageAndReplicas(r)
 	if !ok || c.env.ClusterSize == 0 || replicas <= c.env.ClusterSize {
 		return
 	}
-	c.report(r, replicasField(r, field), "%d replicas, but the cluster has %d servers: the server refuses it", replicas, c.env.ClusterSize)
+	c.report(r, "num_replicas", "%d replicas, but the cluster has %d servers: the server refuses it", replicas, c.env.ClusterSize)
 }
 
 func checkWorkqueueAckNone(c *context, r *plan.Resource) {
