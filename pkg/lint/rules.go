@@ -316,8 +316,9 @@ func checkWorkqueueAckNone(c *context, r *plan.Resource) {
 		return // a declared stream's consumers are checked when loading
 	}
 	s := c.streamOf(r)
-	if s == nil || s.Retention != jetstream.WorkQueuePolicy || r.ConsumerConfig.AckPolicy == jetstream.AckExplicitPolicy {
-		return
+	ack := r.ConsumerConfig.AckPolicy
+	if s == nil || s.Retention != jetstream.WorkQueuePolicy || ack == jetstream.AckExplicitPolicy || ack == jetstream.AckFlowControlPolicy {
+		return // the server takes flow_control too (as plan's load-time check does)
 	}
 	c.report(r, "ack_policy", "ack_policy %s on workqueue stream %q: the server refuses it (use explicit)", ackName(r.ConsumerConfig.AckPolicy), r.Stream)
 }
