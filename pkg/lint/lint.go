@@ -281,18 +281,25 @@ func (c *linter) applyIgnores(res *Result) {
 		}
 		res.Findings = append(res.Findings, f)
 	}
+	// An ignore of a rule that did not run (a live rule offline, an
+	// offline one live) is not unused: the same file is linted both ways.
 	skipped := map[string]bool{}
 	for _, id := range res.Skipped {
 		skipped[id] = true
 	}
+	for i := range rules {
+		if rules[i].Offline && c.env.Live {
+			skipped[rules[i].ID] = true
+		}
+	}
+	invalid, _ := RuleByID("ignore-invalid")
+	unused, _ := RuleByID("ignore-unused")
 	for _, r := range c.desired.Resources {
 		if !byRes[r] {
 			continue
 		}
 		for i := range r.Ignores {
 			ig := &r.Ignores[i]
-			invalid, _ := RuleByID("ignore-invalid")
-			unused, _ := RuleByID("ignore-unused")
 			f := Finding{Resource: r.ID(), Pos: ig.Pos}
 			switch _, known := RuleByID(ig.Rule); {
 			case !known:
@@ -309,6 +316,13 @@ func (c *linter) applyIgnores(res *Result) {
 			}
 			res.Findings = append(res.Findings, f)
 		}
+	}
+	if c.env.Only != nil {
+		return // only some resources' findings: a stray comment is none of them
+	}
+	for _, ig := range c.desired.StrayIgnores {
+		res.Findings = append(res.Findings, Finding{Rule: invalid.ID, Severity: invalid.Severity, Pos: ig.Pos,
+			Message: fmt.Sprintf("jetctl:ignore %s is on no resource: write it above the resource's list item or on one of its lines", ig.Rule)})
 	}
 }
 

@@ -50,16 +50,16 @@ var rules = []Rule{
 	{
 		ID: "backoff-overrides-ack-wait", Severity: Warning,
 		Summary: "backoff and ack_wait are both set: backoff decides",
-		Why:     "When backoff is set the server replaces ack_wait by backoff[0] and waits backoff[n] before the n+1-th delivery (the last value for every later one): the ack_wait written is never used. Handlers tuned to it see redeliveries (and duplicate side effects) sooner than planned.",
+		Why:     "When backoff is set the server replaces ack_wait by backoff[0] and waits backoff[n] after the (n+1)-th delivery (the last value after every later one): the ack_wait written is never used. Handlers tuned to it see redeliveries (and duplicate side effects) sooner than planned.",
 		Fix:     "Remove ack_wait and make backoff[0] the time a handler may take, or remove backoff.",
 		Source:  "https://github.com/nats-io/nats.docs/issues/828, https://github.com/kannon-email/kannon/issues/427",
 		check:   checkBackoffAckWait,
 	},
 	{
 		ID: "backoff-exceeds-max-deliver", Severity: Error,
-		Summary: "backoff has as many values as max_deliver allows deliveries, or more",
-		Why:     "The server refuses a consumer whose max_deliver is not greater than the number of backoff values (error 10116): the apply fails.",
-		Fix:     "Give max_deliver at least one more than the number of backoff values, or shorten backoff.",
+		Summary: "backoff has more values than max_deliver allows deliveries",
+		Why:     "The server refuses a consumer with more backoff values than max_deliver (error 10116): the apply fails.",
+		Fix:     "Give max_deliver at least as many deliveries as backoff has values, or shorten backoff.",
 		Source:  docsConsumer,
 		check:   checkBackoffMaxDeliver,
 	},
@@ -98,7 +98,7 @@ var rules = []Rule{
 	{
 		ID: "replicas-above-cluster", Severity: Error, Live: true,
 		Summary: "more replicas than the cluster has servers",
-		Why:     "The server refuses a stream with more replicas than servers in its cluster, or more than one on a single server: the apply fails.",
+		Why:     "The server refuses a stream with more replicas than servers in its cluster (error 10005, no suitable peers; a single server refuses any replicas above 1 with error 10074): the apply fails.",
 		Fix:     "Lower num_replicas to the cluster size or less (an odd number).",
 		Source:  docsStreams,
 		check:   checkReplicasAboveCluster,
@@ -137,8 +137,8 @@ var rules = []Rule{
 	},
 	{
 		ID: "consumer-mode-settings", Severity: Error,
-		Summary: "push settings on a pull consumer, or pull settings on a push one",
-		Why:     "The server refuses pull-only settings (max_waiting, max_batch, max_expires, max_bytes) on a push consumer (deliver_subject set) and push-only ones (flow_control, idle_heartbeat, rate_limit_bps, deliver_group) on a pull consumer; terraform's provider finds out only at apply (terraform-provider-jetstream#71).",
+		Summary: "max_waiting on a push consumer, or push settings on a pull one",
+		Why:     "The server refuses max_waiting on a push consumer (deliver_subject set, error 10080) and flow_control, idle_heartbeat and rate_limit_bps on a pull consumer (errors 10089, 10088, 10086): the apply fails. terraform's provider finds out only at apply (terraform-provider-jetstream#71).",
 		Fix:     "Remove the settings of the other mode.",
 		Source:  "https://github.com/nats-io/terraform-provider-jetstream/issues/71",
 		check:   checkConsumerMode,
@@ -161,9 +161,9 @@ var rules = []Rule{
 	},
 	{
 		ID: "ignore-invalid", Severity: Error,
-		Summary: "a jetctl:ignore comment with an unknown rule or no reason",
-		Why:     "A silence must say which rule and why, so that a reviewer can judge it.",
-		Fix:     "Write `# jetctl:ignore RULE-ID the reason` with a rule id from `jetctl lint --rules`.",
+		Summary: "a jetctl:ignore comment with an unknown rule, no reason, or on no resource",
+		Why:     "A silence must say which rule and why, so that a reviewer can judge it, and be on the resource it silences.",
+		Fix:     "Write `# jetctl:ignore RULE-ID the reason`, with a rule id from `jetctl lint --rules`, directly above the resource's list item or on one of its lines.",
 		Source:  "jetctl",
 	},
 	{
@@ -249,10 +249,10 @@ func checkBackoffMaxDeliver(c *linter, r *plan.Resource) {
 		return
 	}
 	cc := r.ConsumerConfig
-	if len(cc.BackOff) == 0 || cc.MaxDeliver <= 0 || cc.MaxDeliver > len(cc.BackOff) {
+	if len(cc.BackOff) == 0 || cc.MaxDeliver <= 0 || cc.MaxDeliver >= len(cc.BackOff) {
 		return
 	}
-	c.report(r, "backoff", "backoff has %d values but max_deliver is %d: the server refuses it (max_deliver must be greater)", len(cc.BackOff), cc.MaxDeliver)
+	c.report(r, "backoff", "backoff has %d values but max_deliver is %d: the server refuses it (max_deliver must be at least as many)", len(cc.BackOff), cc.MaxDeliver)
 }
 
 func checkStreamUnbounded(c *linter, r *plan.Resource) {
@@ -267,49 +267,36 @@ func checkStreamUnbounded(c *linter, r *plan.Resource) {
 }
 
 // storageAndReplicas are a stream's, bucket's or object store's.
-func storageAndReplicas(r *plan.Resource) (jetstream.StorageType, int, string, bool) {
+func storageAndReplicas(r *plan.Resource) (jetstream.StorageType, int, bool) {
 	switch r.Kind {
 	case plan.KindStream:
-		return r.StreamConfig.Storage, r.StreamConfig.Replicas, "num_replicas", true
+		return r.StreamConfig.Storage, r.StreamConfig.Replicas, true
 	case plan.KindKV:
-		return r.KeyValueConfig.Storage, r.KeyValueConfig.Replicas, "replicas", true
+		return r.KeyValueConfig.Storage, r.KeyValueConfig.Replicas, true
 	case plan.KindObjectStore:
-		return r.ObjectStoreConfig.Storage, r.ObjectStoreConfig.Replicas, "replicas", true
+		return r.ObjectStoreConfig.Storage, r.ObjectStoreConfig.Replicas, true
 	}
-	return 0, 0, "", false
-}
-
-// replicasField is the key the replicas were declared with.
-func replicasField(r *plan.Resource, def string) string {
-	for _, k := range []string{"num_replicas", "replicas"} {
-		if _, ok := r.FieldPos[k]; ok {
-			return k
-		}
-	}
-	return def
+	return 0, 0, false
 }
 
 func checkMemorySingleReplica(c *linter, r *plan.Resource) {
-	storage, replicas, field, ok := storageAndReplicas(r)
+	storage, replicas, ok := storageAndReplicas(r)
 	if !ok || storage != jetstream.MemoryStorage || replicas > 1 {
 		return
 	}
-	if _, ok := r.FieldPos["storage"]; ok {
-		field = "storage"
-	}
-	c.report(r, field, "memory storage with one replica: everything in it is lost when its server restarts")
+	c.report(r, "storage", "memory storage with one replica: everything in it is lost when its server restarts")
 }
 
 func checkReplicasEven(c *linter, r *plan.Resource) {
-	_, replicas, field, ok := storageAndReplicas(r)
+	_, replicas, ok := storageAndReplicas(r)
 	if !ok || replicas < 2 || replicas%2 != 0 {
 		return
 	}
-	c.report(r, replicasField(r, field), "%d replicas survive no more server failures than %d", replicas, replicas-1)
+	c.report(r, "num_replicas", "%d replicas survive no more server failures than %d", replicas, replicas-1)
 }
 
 func checkReplicasSingleInCluster(c *linter, r *plan.Resource) {
-	_, replicas, field, ok := storageAndReplicas(r)
+	_, replicas, ok := storageAndReplicas(r)
 	if !ok || replicas > 1 || !(c.env.Clustered || c.env.ClusterSize > 1) {
 		return
 	}
@@ -317,7 +304,7 @@ func checkReplicasSingleInCluster(c *linter, r *plan.Resource) {
 	if c.env.ClusterSize > 1 {
 		where = fmt.Sprintf("a %d-server cluster", c.env.ClusterSize)
 	}
-	c.report(r, replicasField(r, field), "one replica on %s: it is unavailable whenever its server restarts", where)
+	c.report(r, "num_replicas", "one replica on %s: it is unavailable whenever its server restarts", where)
 }
 
 // checkReplicasAboveCluster asks what plan asks before it applies.
@@ -330,8 +317,7 @@ func checkReplicasAboveCluster(c *linter, r *plan.Resource) {
 	if problem == "" {
 		return
 	}
-	_, _, field, _ := storageAndReplicas(r)
-	c.report(r, replicasField(r, field), "%s: the server refuses it", problem)
+	c.report(r, "num_replicas", "%s: the server refuses it", problem)
 }
 
 func checkWorkqueueAckNone(c *linter, r *plan.Resource) {
@@ -339,8 +325,9 @@ func checkWorkqueueAckNone(c *linter, r *plan.Resource) {
 		return // a declared stream's consumers are checked when loading
 	}
 	s := c.streamOf(r)
-	if s == nil || s.Retention != jetstream.WorkQueuePolicy || r.ConsumerConfig.AckPolicy == jetstream.AckExplicitPolicy {
-		return
+	ack := r.ConsumerConfig.AckPolicy
+	if s == nil || s.Retention != jetstream.WorkQueuePolicy || ack == jetstream.AckExplicitPolicy || ack == jetstream.AckFlowControlPolicy {
+		return // the server takes flow_control too (as plan's load-time check does)
 	}
 	c.report(r, "ack_policy", "ack_policy %s on workqueue stream %q: the server refuses it (use explicit)", ackName(r.ConsumerConfig.AckPolicy), r.Stream)
 }
@@ -381,28 +368,43 @@ func checkKVHistoryOne(c *linter, r *plan.Resource) {
 	c.report(r, "history", "history 1 keeps only the latest value: kv history and kv diff have no revisions to show")
 }
 
+// modeSetting is a consumer setting of one mode (pull or push) only.
+type modeSetting struct {
+	key   string
+	isSet func(*jetstream.ConsumerConfig) bool
+}
+
+// pullOnlySettings are refused on a push consumer, pushOnlySettings on a
+// pull one (TestFactConsumerModeSettings). A push consumer's max_batch,
+// max_expires and max_bytes are accepted (and unused); so is a pull
+// consumer's deliver_group, which the plan loader refuses.
+var (
+	pullOnlySettings = []modeSetting{
+		{"max_waiting", func(c *jetstream.ConsumerConfig) bool { return c.MaxWaiting > 0 }},
+	}
+	pushOnlySettings = []modeSetting{
+		{"flow_control", func(c *jetstream.ConsumerConfig) bool { return c.FlowControl }},
+		{"idle_heartbeat", func(c *jetstream.ConsumerConfig) bool { return c.IdleHeartbeat > 0 }},
+		{"rate_limit_bps", func(c *jetstream.ConsumerConfig) bool { return c.RateLimit > 0 }},
+	}
+)
+
 func checkConsumerMode(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer {
 		return
 	}
 	cc := r.ConsumerConfig
 	if cc.DeliverSubject != "" {
-		for _, f := range []struct {
-			key string
-			set bool
-		}{{"max_waiting", cc.MaxWaiting > 0}, {"max_batch", cc.MaxRequestBatch > 0}, {"max_expires", cc.MaxRequestExpires > 0}, {"max_bytes", cc.MaxRequestMaxBytes > 0}} {
-			if f.set {
-				c.report(r, f.key, "%s is a pull setting, but deliver_subject makes this a push consumer: the server refuses it", f.key)
+		for _, s := range pullOnlySettings {
+			if s.isSet(cc) {
+				c.report(r, s.key, "%s is a pull setting, but deliver_subject makes this a push consumer: the server refuses it", s.key)
 			}
 		}
 		return
 	}
-	for _, f := range []struct {
-		key string
-		set bool
-	}{{"flow_control", cc.FlowControl}, {"idle_heartbeat", cc.IdleHeartbeat > 0}, {"rate_limit_bps", cc.RateLimit > 0}} {
-		if f.set {
-			c.report(r, f.key, "%s is a push setting, but without deliver_subject this is a pull consumer: the server refuses it", f.key)
+	for _, s := range pushOnlySettings {
+		if s.isSet(cc) {
+			c.report(r, s.key, "%s is a push setting, but without deliver_subject this is a pull consumer: the server refuses it", s.key)
 		}
 	}
 }

@@ -122,6 +122,7 @@ func Load(sources []Source, lookup LookupFunc) (*Desired, error) {
 			fileIndex[fl.file] = i
 		}
 		l.desired.Resources = append(l.desired.Resources, fl.desired.Resources...)
+		l.desired.StrayIgnores = append(l.desired.StrayIgnores, fl.desired.StrayIgnores...)
 		l.problems = append(l.problems, fl.problems...)
 	}
 	l.validate()
@@ -177,6 +178,8 @@ type loader struct {
 	file       string
 	desired    *Desired
 	problems   []Problem
+	// owners are the current file's resources, by their mapping node.
+	owners map[*yaml.Node]*Resource
 }
 
 func (l *loader) pos(n *yaml.Node) Pos { return Pos{File: l.file, Line: n.Line, Column: n.Column} }
@@ -203,6 +206,8 @@ func (l *loader) loadFile(data []byte) {
 		return
 	}
 	l.expand(&doc)
+	l.owners = map[*yaml.Node]*Resource{}
+	defer scanIgnores(l.file, data, &doc, l.owners, &l.desired.StrayIgnores)
 	root := doc.Content[0]
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 		return
@@ -316,7 +321,9 @@ func (l *loader) nameOf(m *yaml.Node, kind Kind, keys ...string) (string, bool) 
 
 func (l *loader) newResource(kind Kind, m *yaml.Node, stream, name string) *Resource {
 	// Most fields' positions are recorded, plus one per list item.
-	return &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: make(map[string]Pos, len(m.Content)/2+4)}
+	r := &Resource{Kind: kind, Name: name, Stream: stream, Pos: l.pos(m), FieldPos: make(map[string]Pos, len(m.Content)/2+4)}
+	l.owners[m] = r
+	return r
 }
 
 func (l *loader) stream(m *yaml.Node) {

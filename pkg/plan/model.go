@@ -152,6 +152,10 @@ type Desired struct {
 	Resources []*Resource
 	// Files are the files that were read, in order.
 	Files []string
+	// StrayIgnores are the `# jetctl:ignore` comments on no resource
+	// (above a top-level key, after a list's last item at the list's
+	// indentation): lint reports them, as they silence nothing.
+	StrayIgnores []Ignore
 }
 
 // find returns the declared resource with that identity.

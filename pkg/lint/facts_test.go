@@ -1,0 +1,235 @@
+package lint
+
+import (
+	stdcontext "context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/embedded"
+	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
+)
+
+// The facts the rules state about the server, pinned against the
+// embedded one: when a test here fails, a rule's text (and maybe its
+// check) is wrong.
+
+func factStream(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig) {
+	t.Helper()
+	if _, err := js.CreateStream(stdcontext.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// apiErrorCode is the server's error code of err, 0 for none (and for an
+// error the client made up).
+func apiErrorCode(err error) int {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return int(apiErr.ErrorCode)
+	}
+	return 0
+}
+
+// backoff-overrides-ack-wait: the server stores backoff[0] as ack_wait,
+// and redelivers after it, not after the ack_wait written.
+func TestFactBackoffReplacesAckWait(t *testing.T) {
+	ctx, cancel := stdcontext.WithTimeout(stdcontext.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	factStream(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	c, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{
+		Durable: "ship", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5,
+		AckWait: 30 * time.Second, BackOff: []time.Duration{time.Second, 5 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.CachedInfo().Config.AckWait; got != time.Second {
+		t.Fatalf("ack_wait stored as %s, want backoff[0] (1s)", got)
+	}
+	if _, err := js.Publish(ctx, "orders.paid", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range first.Messages() {
+		// not acknowledged
+	}
+	start := time.Now()
+	again, err := c.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range again.Messages() {
+		md, _ := m.Metadata()
+		if md.NumDelivered != 2 {
+			t.Fatalf("delivery %d, want the first redelivery", md.NumDelivered)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("no redelivery within 10s (ack_wait written: 30s): %v", again.Error())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("redelivered after %s, want about backoff[0] (1s)", d)
+	}
+}
+
+// backoff-exceeds-max-deliver: the server refuses more backoff values
+// than max_deliver (10116), and takes as many.
+func TestFactBackoffLongerThanMaxDeliverRefused(t *testing.T) {
+	ctx := stdcontext.Background()
+	js := embeddedtest.JetStream(t)
+	factStream(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	backoff := []time.Duration{time.Second, 5 * time.Second}
+	_, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "short", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 1, BackOff: backoff})
+	if code := apiErrorCode(err); code != 10116 {
+		t.Fatalf("max_deliver 1, 2 backoff values: %v, want error 10116", err)
+	}
+	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "equal", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 2, BackOff: backoff}); err != nil {
+		t.Fatalf("max_deliver 2, 2 backoff values: %v, want it accepted", err)
+	}
+	r, _ := RuleByID("backoff-exceeds-max-deliver")
+	if !containsCode(r.Why, 10116) {
+		t.Errorf("the rule's Why does not name error 10116: %s", r.Why)
+	}
+}
+
+// containsCode reports whether a rule's text names a server error code.
+func containsCode(text string, code int) bool {
+	return strings.Contains(text, fmt.Sprint(code))
+}
+
+// consumer-mode-settings: every setting the rule names is refused in the
+// other mode; the others pinned here are accepted there (so the rule
+// does not name them).
+func TestFactConsumerModeSettings(t *testing.T) {
+	ctx := stdcontext.Background()
+	js := embeddedtest.JetStream(t)
+	factStream(t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	setters := map[string]func(*jetstream.ConsumerConfig){
+		"max_waiting":    func(c *jetstream.ConsumerConfig) { c.MaxWaiting = 10 },
+		"max_batch":      func(c *jetstream.ConsumerConfig) { c.MaxRequestBatch = 10 },
+		"max_expires":    func(c *jetstream.ConsumerConfig) { c.MaxRequestExpires = time.Minute },
+		"max_bytes":      func(c *jetstream.ConsumerConfig) { c.MaxRequestMaxBytes = 1024 },
+		"flow_control":   func(c *jetstream.ConsumerConfig) { c.FlowControl = true },
+		"idle_heartbeat": func(c *jetstream.ConsumerConfig) { c.IdleHeartbeat = 5 * time.Second },
+		"rate_limit_bps": func(c *jetstream.ConsumerConfig) { c.RateLimit = 1 << 20 },
+		"deliver_group":  func(c *jetstream.ConsumerConfig) { c.DeliverGroup = "workers" },
+	}
+	n := 0
+	create := func(push bool, key string) error {
+		n++
+		cfg := jetstream.ConsumerConfig{Durable: fmt.Sprintf("c%d", n), AckPolicy: jetstream.AckExplicitPolicy}
+		if push {
+			cfg.DeliverSubject = fmt.Sprintf("deliver.%d", n)
+		}
+		setters[key](&cfg)
+		_, err := js.CreateConsumer(ctx, "ORDERS", cfg)
+		if err != nil && apiErrorCode(err) == 0 {
+			t.Fatalf("%s: %v, not the server's refusal", key, err)
+		}
+		return err
+	}
+	rule, _ := RuleByID("consumer-mode-settings")
+	inRule := map[string]bool{}
+	for _, m := range []struct {
+		push     bool
+		settings []modeSetting
+	}{{true, pullOnlySettings}, {false, pushOnlySettings}} {
+		for _, s := range m.settings {
+			inRule[s.key] = true
+			if setters[s.key] == nil {
+				t.Fatalf("no test sets %s", s.key)
+			}
+			err := create(m.push, s.key)
+			if err == nil {
+				t.Errorf("%s on a push=%v consumer was accepted, but consumer-mode-settings says it is refused", s.key, m.push)
+				continue
+			}
+			if code := apiErrorCode(err); !containsCode(rule.Why, code) {
+				t.Errorf("%s on a push=%v consumer: error %d, which the rule's Why does not name: %s", s.key, m.push, code, rule.Why)
+			}
+		}
+	}
+	// The settings the server takes in the other mode.
+	for _, s := range []struct {
+		push bool
+		key  string
+	}{{true, "max_batch"}, {true, "max_expires"}, {true, "max_bytes"}, {false, "deliver_group"}} {
+		if inRule[s.key] {
+			t.Errorf("consumer-mode-settings names %s, which is accepted", s.key)
+		}
+		if err := create(s.push, s.key); err != nil {
+			t.Errorf("%s on a push=%v consumer: %v, want it accepted", s.key, s.push, err)
+		}
+	}
+}
+
+// replicas-above-cluster: a single server refuses more than one replica
+// (10074); a 3-server cluster refuses five (10005, no peers for them).
+func TestFactReplicasAboveCluster(t *testing.T) {
+	ctx := stdcontext.Background()
+	js := embeddedtest.JetStream(t)
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+	if code := apiErrorCode(err); code != 10074 {
+		t.Fatalf("R3 on a single server: %v, want error 10074", err)
+	}
+	if testing.Short() {
+		t.Skip("the cluster half starts 3 servers")
+	}
+	c, err := embedded.Start(embedded.Config{Nodes: 3, StoreDir: t.TempDir(), ReadyTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	cjs := embeddedtest.Connect(t, c, "")
+	_, err = cjs.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 5})
+	if code := apiErrorCode(err); code != 10005 {
+		t.Fatalf("R5 on 3 servers: %v, want error 10005", err)
+	}
+	r, _ := RuleByID("replicas-above-cluster")
+	if !containsCode(r.Why, 10074) || !containsCode(r.Why, 10005) {
+		t.Errorf("the rule's Why does not name errors 10074 and 10005: %s", r.Why)
+	}
+}
+
+// interest-no-consumers: an interest stream with no consumer stores
+// nothing; a consumer made later does not bring back what was published.
+func TestFactInterestStreamWithoutConsumersKeepsNothing(t *testing.T) {
+	ctx, cancel := stdcontext.WithTimeout(stdcontext.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	factStream(t, js, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}, Retention: jetstream.InterestPolicy})
+	for i := range 5 {
+		ack, err := js.Publish(ctx, "events.x", []byte("e"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack.Sequence != uint64(i+1) {
+			t.Fatalf("publish %d: seq %d", i, ack.Sequence)
+		}
+	}
+	s, err := js.Stream(ctx, "EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.CachedInfo().State; st.Msgs != 0 || st.LastSeq != 5 {
+		t.Fatalf("stream: %d messages, last seq %d; want 0 kept of 5 acknowledged", st.Msgs, st.LastSeq)
+	}
+	c, err := js.CreateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: "late", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci := c.CachedInfo(); ci.NumPending != 0 {
+		t.Fatalf("a consumer made afterwards has %d pending, want 0", ci.NumPending)
+	}
+}
