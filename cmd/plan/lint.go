@@ -89,7 +89,7 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 	if o.FailOn != "none" {
 		sev, err := lint.ParseSeverity(o.FailOn)
 		if err != nil {
-			return exitcode.UsageErrorf("--fail-on: %v", strings.Replace(err.Error(), "error)", "error, or none)", 1))
+			return exitcode.UsageErrorf("--fail-on %q: use error, warning, info or none", o.FailOn)
 		}
 		failOn = sev
 	}
