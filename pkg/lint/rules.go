@@ -200,7 +200,7 @@ func checkMaxDeliverUnlimited(c *linter, r *plan.Resource) {
 	if r.Kind != plan.KindConsumer || !explicitAcks(r.ConsumerConfig) || r.ConsumerConfig.MaxDeliver > 0 {
 		return
 	}
-	c.report(r, "max_deliver", "max_deliver is unlimited with ack_policy %s: a message that always fails is redelivered forever", ackName(r.ConsumerConfig.AckPolicy))
+	c.report(r, "max_deliver", "max_deliver is unlimited with ack_policy %s: a message that always fails is redelivered forever", plan.EnumName(r.ConsumerConfig.AckPolicy))
 }
 
 // boundedDeliveries reports whether a consumer makes dead letters.
@@ -329,7 +329,7 @@ func checkWorkqueueAckNone(c *linter, r *plan.Resource) {
 	if s == nil || s.Retention != jetstream.WorkQueuePolicy || ack == jetstream.AckExplicitPolicy || ack == jetstream.AckFlowControlPolicy {
 		return // the server takes flow_control too (as plan's load-time check does)
 	}
-	c.report(r, "ack_policy", "ack_policy %s on workqueue stream %q: the server refuses it (use explicit)", ackName(r.ConsumerConfig.AckPolicy), r.Stream)
+	c.report(r, "ack_policy", "ack_policy %s on workqueue stream %q: the server refuses it (use explicit)", plan.EnumName(r.ConsumerConfig.AckPolicy), r.Stream)
 }
 
 func checkInterestAckNone(c *linter, r *plan.Resource) {
@@ -436,16 +436,4 @@ func checkDurableInactive(c *linter, r *plan.Resource) {
 		return
 	}
 	c.report(r, "inactive_threshold", "inactive_threshold %s: the server deletes this durable consumer, and its position, after that long without a client", units.FormatDuration(r.ConsumerConfig.InactiveThreshold))
-}
-
-func ackName(p jetstream.AckPolicy) string {
-	switch p {
-	case jetstream.AckNonePolicy:
-		return "none"
-	case jetstream.AckAllPolicy:
-		return "all"
-	case jetstream.AckExplicitPolicy:
-		return "explicit"
-	}
-	return fmt.Sprint(int(p))
 }

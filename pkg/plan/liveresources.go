@@ -2,17 +2,22 @@ package plan
 
 import "sort"
 
-// Resources are the live streams, consumers, KV buckets and object stores
-// as declared resources (without positions), in name order, so that what
-// checks declared resources can check the server's.
-func (l *Live) Resources() *Desired {
-	d := &Desired{}
+// streamNames are the live streams' names, sorted.
+func (l *Live) streamNames() []string {
 	names := make([]string, 0, len(l.Streams))
 	for name := range l.Streams {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
+	return names
+}
+
+// Resources are the live streams, consumers, KV buckets and object stores
+// as declared resources (without positions), in name order, so that what
+// checks declared resources can check the server's.
+func (l *Live) Resources() *Desired {
+	d := &Desired{}
+	for _, name := range l.streamNames() {
 		si := l.Streams[name]
 		kind, short := kindOfStream(name)
 		r := &Resource{Kind: kind, Name: short}

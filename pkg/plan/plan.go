@@ -328,11 +328,7 @@ func anyForces(changes []FieldChange) bool {
 // unmanaged ones as ignored.
 func prune(p *Plan, desired *Desired, live *Live) {
 	deletedStreams := map[string]bool{}
-	names := make([]string, 0, len(live.Streams))
-	for name := range live.Streams {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := live.streamNames()
 	for _, sname := range names {
 		si := live.Streams[sname]
 		kind, name := kindOfStream(sname)

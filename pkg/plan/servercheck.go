@@ -239,21 +239,22 @@ func consumerRules(stream *jetstream.StreamConfig, c *jetstream.ConsumerConfig) 
 	case c.Replicas > streamReplicas:
 		out = append(out, fieldProblem{"num_replicas", fmt.Sprintf("num_replicas: %d is more than its stream's %d", c.Replicas, streamReplicas)})
 	case stream.Retention != jetstream.LimitsPolicy && c.Replicas != 0 && c.Replicas != streamReplicas:
-		out = append(out, fieldProblem{"num_replicas", fmt.Sprintf("num_replicas: %d, but a consumer of %s stream %q has the stream's replicas (%d)", c.Replicas, enumName(stream.Retention), stream.Name, streamReplicas)})
+		out = append(out, fieldProblem{"num_replicas", fmt.Sprintf("num_replicas: %d, but a consumer of %s stream %q has the stream's replicas (%d)", c.Replicas, EnumName(stream.Retention), stream.Name, streamReplicas)})
 	}
 	if stream.Retention == jetstream.WorkQueuePolicy {
 		if c.AckPolicy != jetstream.AckExplicitPolicy && c.AckPolicy != jetstream.AckFlowControlPolicy {
-			out = append(out, fieldProblem{"ack_policy", fmt.Sprintf("ack_policy: %s, but a consumer of workqueue stream %q must use ack_policy explicit (the stream removes a message when it is acked)", enumName(c.AckPolicy), stream.Name)})
+			out = append(out, fieldProblem{"ack_policy", fmt.Sprintf("ack_policy: %s, but a consumer of workqueue stream %q must use ack_policy explicit (the stream removes a message when it is acked)", EnumName(c.AckPolicy), stream.Name)})
 		}
 		if c.DeliverPolicy != jetstream.DeliverAllPolicy {
-			out = append(out, fieldProblem{"deliver_policy", fmt.Sprintf("deliver_policy: %s, but a consumer of workqueue stream %q must use deliver_policy all", enumName(c.DeliverPolicy), stream.Name)})
+			out = append(out, fieldProblem{"deliver_policy", fmt.Sprintf("deliver_policy: %s, but a consumer of workqueue stream %q must use deliver_policy all", EnumName(c.DeliverPolicy), stream.Name)})
 		}
 	}
 	return out
 }
 
-// enumName is an enum value as plan files and the server write it.
-func enumName[T ~int](v T) string {
+// EnumName is an enum value as plan files and the server write it
+// (ack_policy explicit, retention workqueue).
+func EnumName[T ~int](v T) string {
 	if names := enumValues[reflect.TypeOf(v)]; int(v) >= 0 && int(v) < len(names) {
 		return names[v]
 	}
