@@ -70,13 +70,7 @@ docs/events.md).`,
 			if err != nil {
 				return err
 			}
-			if err := p.Print(res, func() []output.Table {
-				t := output.Table{Header: []string{"kind", "name", "action", "detail"}}
-				for _, r := range res.Resources {
-					t.Row(r.Kind, r.Name, r.Action, r.Detail)
-				}
-				return []output.Table{t}
-			}); err != nil {
+			if err := p.Print(res, output.ResourcesTable(res.Resources)); err != nil {
 				return err
 			}
 			recordNotes(f, res)
