@@ -13,8 +13,8 @@ import (
 
 // Sources the rules cite.
 const (
-	seedConcepts = "shared/seeds: JetStream concepts (\"MaxDeliver is not a dead-letter queue\", \"Always set a durable_name\")"
-	seedStreams  = "shared/seeds: streams and retention (memory storage is volatile; limits bound a stream)"
+	seedConcepts = "\"NATS JetStream: When Events Need to Survive the Moment\" (seed article: \"MaxDeliver is not a dead-letter queue\", \"Always set a durable_name\")"
+	seedStreams  = "\"JetStream: Persistent Messaging with NATS\" (seed article: \"Memory (faster but volatile)\", limits \"removes messages when any configured limit ... is exceeded\")"
 	docsStreams  = "https://docs.nats.io/nats-concepts/jetstream/streams"
 	docsConsumer = "https://docs.nats.io/nats-concepts/jetstream/consumers"
 	docsKV       = "https://docs.nats.io/nats-concepts/jetstream/key-value-store"
@@ -124,7 +124,7 @@ var rules = []Rule{
 		Summary: "an interest stream with no consumers",
 		Why:     "An interest stream keeps a message only while a consumer has yet to acknowledge it: with no consumer it stores nothing, and whatever is published before the first consumer exists is gone.",
 		Fix:     "Declare its consumers in the same files, or use retention: limits.",
-		Source:  "shared/seeds: retention policies (\"Interest removes a message once all defined consumers have acknowledged it\")",
+		Source:  "\"JetStream: Persistent Messaging with NATS\" (seed article: \"Interest removes a message once all defined consumers have acknowledged it\")",
 		check:   checkInterestNoConsumers,
 	},
 	{
@@ -146,9 +146,9 @@ var rules = []Rule{
 	{
 		ID: "workqueue-mirrored", Severity: Error,
 		Summary: "a mirror or source of a workqueue stream",
-		Why:     "A mirror or source reads its origin through a consumer that acknowledges what it copies: on a workqueue origin that removes each message from the origin, so the workers never see it.",
+		Why:     "A mirror or source reads its origin through a consumer of its own: a workqueue origin then removes every message the copy takes that none of its consumers' filters owns: all of them before the workers' consumers exist, and whatever their filters leave out. The work is gone from the queue before any worker sees it.",
 		Fix:     "Copy from a limits or interest stream, or let the workers publish what must be kept.",
-		Source:  "shared/JETSTREAM-FACTS.md (a mirror drains a workqueue origin)",
+		Source:  "jetctl's fact test TestFactMirrorDrainsWorkqueueOrigin (pkg/migrate), found when `jetctl migrate` emptied a workqueue stream this way",
 		check:   checkWorkqueueMirrored,
 	},
 	{
@@ -419,7 +419,7 @@ func checkWorkqueueMirrored(c *linter, r *plan.Resource) {
 		if o == nil || o.Retention != jetstream.WorkQueuePolicy {
 			return
 		}
-		c.report(r, path, "copies workqueue stream %q: its reads acknowledge, which removes each message from %q before its workers see it", origin, origin)
+		c.report(r, path, "copies workqueue stream %q: each message it copies that no consumer of %q owns is removed from %q", origin, origin, origin)
 	}
 	if s.Mirror != nil && s.Mirror.Domain == "" && s.Mirror.External == nil {
 		check("mirror", s.Mirror.Name)
