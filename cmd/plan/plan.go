@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -56,7 +58,8 @@ whose filters overlap another's, ...) is reported as file:line:column,
 exit 2, as are problems in the files.
 
 The lint findings (see "jetctl lint") of the resources the plan creates or
-changes are printed on stderr above the plan, and are the "lint" list of
+changes, with what plan read of the server (its cluster, which consumers'
+dead letters a DLQ capture keeps), are printed on stderr above the plan, and are the "lint" list of
 -o json, so that nobody applies a known mistake unseen. They do not change
 the exit code: run "jetctl lint" in CI for that.
 
@@ -84,11 +87,14 @@ is a change, not a destructive one (8).`,
 			if err != nil {
 				return err
 			}
-			pl, _, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, Migrate: o.Migrate, LeaderWait: f.Conn.Timeout})
+			pl, live, err := pkgplan.Make(cmd.Context(), js, desired, pkgplan.Options{Prune: o.Prune, Migrate: o.Migrate, LeaderWait: f.Conn.Timeout})
 			if err != nil {
 				return planError(f, err)
 			}
-			findings := lintChanged(f, desired, pl)
+			findings, err := lintChanged(cmd.Context(), f, js, desired, pl, live)
+			if err != nil {
+				return err
+			}
 			if textOutput(f, p.Format) {
 				printPlan(f.IO.Out, pl, false)
 			} else if err := p.Print(planWithLint{pl, findings}, nil); err != nil {
@@ -120,22 +126,33 @@ type planWithLint struct {
 }
 
 // lintChanged lints the resources the plan creates, changes, replaces or
-// migrates, prints the findings on stderr and returns them.
-func lintChanged(f *factory.Factory, desired *pkgplan.Desired, pl *pkgplan.Plan) []lint.Finding {
+// migrates, with what plan read of the server (its cluster, its DLQ
+// captures: the live rules run), prints the findings on stderr and
+// returns them.
+func lintChanged(ctx context.Context, f *factory.Factory, js jetstream.JetStream, desired *pkgplan.Desired, pl *pkgplan.Plan, live *pkgplan.Live) ([]lint.Finding, error) {
 	changed := map[string]bool{}
 	for _, r := range pl.Resources {
 		if r.Action != pkgplan.ActionNone && r.Action != pkgplan.ActionDelete {
 			changed[r.ID()] = true
 		}
 	}
-	res := lint.Lint(desired, lint.Env{Only: func(r *pkgplan.Resource) bool { return changed[r.ID()] }})
+	if len(changed) == 0 {
+		return []lint.Finding{}, nil
+	}
+	lim, err := pkgplan.FetchServerLimits(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	env := lint.ServerEnv(live, lim)
+	env.Only = func(r *pkgplan.Resource) bool { return changed[r.ID()] }
+	res := lint.Lint(desired, env)
 	if len(res.Findings) == 0 {
-		return res.Findings
+		return res.Findings, nil
 	}
 	fmt.Fprintf(f.IO.ErrOut, "Lint: %s in what this plan changes (jetctl lint -f ... says more):\n", plural(len(res.Findings), "finding"))
 	for _, fd := range res.Findings {
 		fmt.Fprintln(f.IO.ErrOut, "  "+output.Escape(fd.String()))
 	}
 	fmt.Fprintln(f.IO.ErrOut)
-	return res.Findings
+	return res.Findings, nil
 }

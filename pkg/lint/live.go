@@ -25,6 +25,25 @@ func FetchServer(ctx context.Context, js jetstream.JetStream, leaderWait time.Du
 	if err != nil {
 		return nil, Env{}, err
 	}
+	env := ServerEnv(live, lim)
+	server := env.Server
+	own := &plan.Desired{}
+	internal := map[string]bool{}
+	for _, r := range server.Resources {
+		if internal[r.Stream] || Internal(r) {
+			internal[r.StreamName()] = true
+			env.Internal++
+			continue
+		}
+		own.Resources = append(own.Resources, r)
+	}
+	return own, env, nil
+}
+
+// ServerEnv is the Env of the live rules from what was read of the
+// server: its limits (cluster) and its streams (the DLQ captures among
+// them), for lint --live and for plan, which has read both already.
+func ServerEnv(live *plan.Live, lim plan.ServerLimits) Env {
 	var captures []*jetstream.StreamConfig
 	for _, si := range live.Streams {
 		if dlq.IsCapture(&si.Config) {
@@ -35,7 +54,7 @@ func FetchServer(ctx context.Context, js jetstream.JetStream, leaderWait time.Du
 	if !lim.Clustered {
 		size = 1
 	}
-	env := Env{
+	return Env{
 		Live:        true,
 		ClusterSize: size,
 		Clustered:   lim.Clustered,
@@ -48,20 +67,8 @@ func FetchServer(ctx context.Context, js jetstream.JetStream, leaderWait time.Du
 			}
 			return false
 		},
+		Server: live.Resources(),
 	}
-	server := live.Resources()
-	env.Server = server
-	own := &plan.Desired{}
-	internal := map[string]bool{}
-	for _, r := range server.Resources {
-		if internal[r.Stream] || Internal(r) {
-			internal[r.StreamName()] = true
-			env.Internal++
-			continue
-		}
-		own.Resources = append(own.Resources, r)
-	}
-	return own, env, nil
 }
 
 // Internal reports whether a live resource is jetctl's own bookkeeping:
