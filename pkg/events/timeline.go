@@ -14,6 +14,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/recorder"
+	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -177,15 +178,22 @@ func known(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig, filt
 	if cfg.Stream == "" {
 		return nil
 	}
-	var err error
 	what := fmt.Sprintf("stream %q", cfg.Stream)
-	if cfg.Consumer == "" {
-		_, err = js.Stream(ctx, cfg.Stream)
-	} else {
+	if cfg.Consumer != "" {
 		what += fmt.Sprintf(": consumer %q", cfg.Consumer)
-		_, err = js.Consumer(ctx, cfg.Stream, cfg.Consumer)
 		filters = filters[1:3] // its own events, not its stream's
 	}
+	// Right after a leader election (a tail waiting for one) the stream or
+	// consumer may not answer yet: ask again, each try bounded.
+	err := retry.Do(ctx, retry.Policy{Within: 10 * time.Second, Pause: 50 * time.Millisecond, MaxPause: 500 * time.Millisecond,
+		AttemptTimeout: streamread.ElectionAttempt, Retryable: retry.Transient}, func(ctx context.Context) error {
+		if cfg.Consumer == "" {
+			_, err := js.Stream(ctx, cfg.Stream)
+			return err
+		}
+		_, err := js.Consumer(ctx, cfg.Stream, cfg.Consumer)
+		return err
+	})
 	switch {
 	case err == nil:
 		return nil

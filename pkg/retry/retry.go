@@ -23,6 +23,11 @@ type Policy struct {
 	// Retryable says whether an error is worth another try; nil retries
 	// every error.
 	Retryable func(error) bool
+	// AttemptTimeout, when set, bounds each try: fn's ctx ends after it.
+	// A stream or consumer group electing a leader leaves a request
+	// unanswered, so a try that waited for the caller's whole context (a
+	// tail's --wait) would miss the leader elected a moment later.
+	AttemptTimeout time.Duration
 }
 
 // Do runs fn until it returns nil or an error the policy does not retry,
@@ -36,7 +41,7 @@ func Do(ctx context.Context, p Policy, fn func(ctx context.Context) error) error
 		b.deadline = time.Now().Add(p.Within)
 	}
 	for attempt := 1; ; attempt++ {
-		err := fn(ctx)
+		err := try(ctx, p.AttemptTimeout, fn)
 		if err == nil || (p.Retryable != nil && !p.Retryable(err)) ||
 			(p.Attempts > 0 && attempt >= p.Attempts) || ctx.Err() != nil || !b.Fits() {
 			return err
@@ -45,6 +50,16 @@ func Do(ctx context.Context, p Policy, fn func(ctx context.Context) error) error
 			return err
 		}
 	}
+}
+
+// try runs fn once, its ctx bounded by timeout when it is set.
+func try(ctx context.Context, timeout time.Duration, fn func(ctx context.Context) error) error {
+	if timeout <= 0 {
+		return fn(ctx)
+	}
+	attempt, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return fn(attempt)
 }
 
 // Backoff is a policy's growing pause, for a loop that decides itself

@@ -84,3 +84,24 @@ func TestBackoffDoublesToMaxAndResets(t *testing.T) {
 		t.Errorf("after Reset: %v", b.Next())
 	}
 }
+
+// AttemptTimeout ends each try's context, not the caller's: a try that
+// would wait for an answer that never comes gives way to the next.
+func TestAttemptTimeout(t *testing.T) {
+	tries := 0
+	err := Do(context.Background(), Policy{Attempts: 3, AttemptTimeout: 20 * time.Millisecond, Retryable: func(error) bool { return true }},
+		func(ctx context.Context) error {
+			tries++
+			if tries < 3 {
+				<-ctx.Done() // no answer
+				return ctx.Err()
+			}
+			if _, ok := ctx.Deadline(); !ok {
+				t.Error("the try's context has no deadline")
+			}
+			return nil
+		})
+	if err != nil || tries != 3 {
+		t.Fatalf("err %v after %d tries, want nil after 3", err, tries)
+	}
+}

@@ -63,12 +63,17 @@ var ErrUnsupported = errkind.New(errkind.Invalid, "unsupported")
 // leader (an election takes a few seconds at most).
 const electionWithin = 10 * time.Second
 
+// ElectionAttempt bounds one request to a stream or consumer that may be
+// electing a leader, which leaves it unanswered: the next try reaches the
+// new leader.
+const ElectionAttempt = 2 * time.Second
+
 // Resolve fixes cfg's range against the stream's current state, so that a
 // replay always ends (unless following).
 func Resolve(ctx context.Context, js jetstream.JetStream, cfg Config) (Range, error) {
 	// A stream electing a leader does not answer for a moment: ride it out.
 	var s jetstream.Stream
-	err := retry.Do(ctx, retry.Policy{Within: electionWithin, Pause: 100 * time.Millisecond, MaxPause: time.Second, Retryable: retry.Transient},
+	err := retry.Do(ctx, retry.Policy{Within: electionWithin, Pause: 100 * time.Millisecond, MaxPause: time.Second, AttemptTimeout: ElectionAttempt, Retryable: retry.Transient},
 		func(ctx context.Context) (err error) {
 			s, err = js.Stream(ctx, cfg.Stream)
 			return err
