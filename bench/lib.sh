@@ -38,14 +38,15 @@ bench_init() {
 
 # bench_setup is the start of every bench script: bench_init, a server
 # stopped on exit (and on SIGINT or SIGTERM), the working tree's jetctl,
-# natscli, and the user's NATS setup kept out.
+# natscli (not with --no-nats, for a script that compares jetctl with
+# itself), and the user's NATS setup kept out.
 bench_setup() {
 	bench_init
 	trap stop_server EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	build_jetctl
-	ensure_nats
+	[[ ${1:-} == --no-nats ]] || ensure_nats
 	isolate_env
 }
 
@@ -87,7 +88,7 @@ ensure_nats() {
 # selected natscli context can point a command at a real server.
 isolate_env() {
 	ln -sf "$JETCTL" "$OUT/path/jetctl"
-	ln -sf "$NATS" "$OUT/path/nats"
+	[[ -z ${NATS:-} ]] || ln -sf "$NATS" "$OUT/path/nats"
 	export PATH="$OUT/path:$PATH"
 	local v
 	while IFS= read -r v; do

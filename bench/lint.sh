@@ -28,13 +28,7 @@ RUNS=${RUNS:-7}
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-bench_init
-trap stop_server EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-build_jetctl
-NATS=$JETCTL # isolate_env links a natscli; lint needs none
-isolate_env
+bench_setup --no-nats
 start_server
 OUT=$OUT/lint
 rm -rf "$OUT"
