@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -289,17 +290,22 @@ func (m *mover) recheck(ctx context.Context, seq uint64, exact bool) error {
 	return nil
 }
 
-// leaderMsg reads seq from the stream's leader; in says whether the stream
-// holds it.
+// leaderMsg reads seq from the stream's leader (STREAM.MSG.GET), with its
+// headers as stored; in says whether the stream holds it. Not nats.go's
+// Stream.GetMsg: on a stream with allow_direct it asks any replica, and
+// leaves the four headers a direct get appends (Nats-Stream,
+// Nats-Sequence, Nats-Subject, Nats-Time-Stamp) among the stored ones, so
+// a recheck of a source with allow_direct against a target without found
+// a difference that is not there.
 func leaderMsg(ctx context.Context, js jetstream.JetStream, stream string, seq uint64) (m *envelope.Message, in bool, err error) {
-	raw, err := getMsg(ctx, js, stream, seq)
+	m, err = jsapi.New(js).MsgGet(ctx, stream, jsapi.MsgGetRequest{Seq: seq})
 	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case errors.Is(err, jsapi.ErrNoMessage):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("stream %q: seq %d: %w", stream, seq, err)
 	}
-	return &envelope.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Time: raw.Time}, true, nil
+	return m, true, nil
 }
 
 // whatDiffers says what differs between a source message and the target's,
