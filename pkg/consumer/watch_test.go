@@ -31,32 +31,43 @@ func TestWatchReadsLagOnlyWhenTheCursorMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Count the message gets on a second connection.
+	// Count the message gets on a second connection. After each poll the
+	// watcher's own connection publishes a marker that the counter also
+	// takes: the server hands a connection's messages on in the order it
+	// read them, so every get the poll made reaches the counter before
+	// the marker. (Flushing the counter's connection did not order them:
+	// the server may answer a get before it has passed the request on.)
 	nc, err := nats.Connect(js.Conn().ConnectedUrl())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	gets, err := nc.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
-	if err != nil {
-		t.Fatal(err)
+	const marker = "watch-test.marker"
+	seen := make(chan *nats.Msg, 64)
+	for _, subject := range []string{"$JS.API.STREAM.MSG.GET.>", marker} {
+		if _, err := nc.ChanSubscribe(subject, seen); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	gets := 0
 	settled := func() int {
-		// A request the requester got a reply to reached the server
-		// before the flush below, so it is queued on the subscription
-		// (a synchronous one: queued by the reader, in order) once the
-		// flush returns.
-		if err := nc.Flush(); err != nil {
+		if err := js.Conn().Publish(marker, nil); err != nil {
 			t.Fatal(err)
 		}
-		n, _, err := gets.Pending()
-		if err != nil {
-			t.Fatal(err)
+		for {
+			select {
+			case m := <-seen:
+				if m.Subject == marker {
+					return gets
+				}
+				gets++
+			case <-ctx.Done():
+				t.Fatal("the marker never came")
+			}
 		}
-		return n
 	}
 
 	w := &Watcher{JS: js}
