@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
@@ -443,28 +442,7 @@ func TestAckFloorAgeReadsTheFirstPendingMessage(t *testing.T) {
 		t.Fatalf("fetched %d messages, want 3", taken)
 	}
 
-	nc, err := nats.Connect(js.Conn().ConnectedUrl())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	gets, err := nc.SubscribeSync("$JS.API.STREAM.MSG.GET.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	settled := func() int {
-		if err := nc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		n, _, err := gets.Pending()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	settled := countGets(t, ctx, js)
 
 	cache := &LagCache{}
 	assessed := func() *State {

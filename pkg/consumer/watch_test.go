@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
@@ -31,44 +30,7 @@ func TestWatchReadsLagOnlyWhenTheCursorMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Count the message gets on a second connection. After each poll the
-	// watcher's own connection publishes a marker that the counter also
-	// takes: the server hands a connection's messages on in the order it
-	// read them, so every get the poll made reaches the counter before
-	// the marker. (Flushing the counter's connection did not order them:
-	// the server may answer a get before it has passed the request on.)
-	nc, err := nats.Connect(js.Conn().ConnectedUrl())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	const marker = "watch-test.marker"
-	seen := make(chan *nats.Msg, 64)
-	for _, subject := range []string{"$JS.API.STREAM.MSG.GET.>", marker} {
-		if _, err := nc.ChanSubscribe(subject, seen); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	gets := 0
-	settled := func() int {
-		if err := js.Conn().Publish(marker, nil); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			select {
-			case m := <-seen:
-				if m.Subject == marker {
-					return gets
-				}
-				gets++
-			case <-ctx.Done():
-				t.Fatal("the marker never came")
-			}
-		}
-	}
+	settled := countGets(t, ctx, js)
 
 	w := &Watcher{JS: js}
 	poll := func() *State {
