@@ -1,10 +1,8 @@
 package plan
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -91,10 +89,7 @@ is a change, not a destructive one (8).`,
 			if err != nil {
 				return planError(f, err)
 			}
-			findings, err := lintChanged(cmd.Context(), f, js, desired, pl, live)
-			if err != nil {
-				return err
-			}
+			findings := lintChanged(f, desired, pl, live)
 			if textOutput(f, p.Format) {
 				printPlan(f.IO.Out, pl, false)
 			} else if err := p.Print(planWithLint{pl, findings}, nil); err != nil {
@@ -129,7 +124,7 @@ type planWithLint struct {
 // migrates, with what plan read of the server (its cluster, its DLQ
 // captures: the live rules run), prints the findings on stderr and
 // returns them.
-func lintChanged(ctx context.Context, f *factory.Factory, js jetstream.JetStream, desired *pkgplan.Desired, pl *pkgplan.Plan, live *pkgplan.Live) ([]lint.Finding, error) {
+func lintChanged(f *factory.Factory, desired *pkgplan.Desired, pl *pkgplan.Plan, live *pkgplan.Live) []lint.Finding {
 	changed := map[string]bool{}
 	for _, r := range pl.Resources {
 		if r.Action != pkgplan.ActionNone && r.Action != pkgplan.ActionDelete {
@@ -137,22 +132,18 @@ func lintChanged(ctx context.Context, f *factory.Factory, js jetstream.JetStream
 		}
 	}
 	if len(changed) == 0 {
-		return []lint.Finding{}, nil
+		return []lint.Finding{}
 	}
-	lim, err := pkgplan.FetchServerLimits(ctx, js)
-	if err != nil {
-		return nil, err
-	}
-	env := lint.ServerEnv(live, lim)
+	env := lint.ServerEnv(live)
 	env.Only = func(r *pkgplan.Resource) bool { return changed[r.ID()] }
 	res := lint.Lint(desired, env)
 	if len(res.Findings) == 0 {
-		return res.Findings, nil
+		return res.Findings
 	}
 	fmt.Fprintf(f.IO.ErrOut, "Lint: %s in what this plan changes (jetctl lint -f ... says more):\n", plural(len(res.Findings), "finding"))
 	for _, fd := range res.Findings {
 		fmt.Fprintln(f.IO.ErrOut, "  "+output.Escape(fd.String()))
 	}
 	fmt.Fprintln(f.IO.ErrOut)
-	return res.Findings, nil
+	return res.Findings
 }

@@ -25,7 +25,8 @@ func FetchServer(ctx context.Context, js jetstream.JetStream, leaderWait time.Du
 	if err != nil {
 		return nil, Env{}, err
 	}
-	env := ServerEnv(live, lim)
+	live.Limits = lim
+	env := ServerEnv(live)
 	server := env.Server
 	own := &plan.Desired{}
 	internal := map[string]bool{}
@@ -41,9 +42,11 @@ func FetchServer(ctx context.Context, js jetstream.JetStream, leaderWait time.Du
 }
 
 // ServerEnv is the Env of the live rules from what was read of the
-// server: its limits (cluster) and its streams (the DLQ captures among
-// them), for lint --live and for plan, which has read both already.
-func ServerEnv(live *plan.Live, lim plan.ServerLimits) Env {
+// server: its limits (live.Limits: its cluster) and its streams (the DLQ
+// captures among them), for lint --live and for plan, whose Make has read
+// both already.
+func ServerEnv(live *plan.Live) Env {
+	lim := live.Limits
 	var captures []*jetstream.StreamConfig
 	for _, si := range live.Streams {
 		if dlq.IsCapture(&si.Config) {

@@ -24,6 +24,9 @@ type Live struct {
 	// moves to the temporary stream that holds its data, and stands for it
 	// in Streams and Consumers (see resumeView).
 	StandIns map[string]string
+	// Limits is what Make read of the server's limits (its cluster, its
+	// max_payload); FetchLive leaves it empty.
+	Limits ServerLimits
 }
 
 // fetchParallelism bounds the consumer listings in flight at once.

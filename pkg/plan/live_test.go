@@ -111,9 +111,14 @@ func TestFetchLiveWaitsOutElections(t *testing.T) {
 
 	for _, tt := range []struct{ name, consumer string }{{"stream", ""}, {"consumer", "audit"}} {
 		e := &electingJS{JetStream: js, stream: "EVENTS", consumer: tt.consumer, unanswered: 3}
-		p, _, err := Make(ctx, e, desired, Options{LeaderWait: time.Minute})
+		p, live, err := Make(ctx, e, desired, Options{LeaderWait: time.Minute})
 		if err != nil {
 			t.Fatalf("%s electing: %v", tt.name, err)
+		}
+		// Make hands on the limits it read (plan's lint uses them, not a
+		// second $JS.API.INFO request).
+		if want, _ := FetchServerLimits(ctx, js); live.Limits != want || want.MaxPayload == 0 {
+			t.Errorf("%s electing: Make's live.Limits = %+v, want %+v", tt.name, live.Limits, want)
 		}
 		for _, rp := range p.Resources {
 			if rp.Action != ActionNone {

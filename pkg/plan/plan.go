@@ -190,6 +190,7 @@ func Make(ctx context.Context, js jetstream.JetStream, desired *Desired, opts Op
 	if err != nil {
 		return nil, nil, err
 	}
+	live.Limits = lim
 	if problems := CheckServer(p, live, lim); len(problems) > 0 {
 		return nil, nil, &RefusedError{Problems: problems}
 	}
