@@ -89,7 +89,7 @@ func (p *piped) again(err error, request func(work context.Context) error, done 
 	}
 	go func() {
 		work := context.WithoutCancel(p.ctx)
-		done(retryTransientAfter(p.ctx, p.js.Conn(), p.api.Timeout, err, func() error { return request(work) }))
+		done(retryTransientAfter(p.ctx, p.js.Conn(), p.api.Timeout, err, func(context.Context) error { return request(work) }))
 	}()
 }
 

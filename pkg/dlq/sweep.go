@@ -327,7 +327,7 @@ func Sweep(ctx context.Context, js jetstream.JetStream, cfg SweepConfig) (sum *S
 // durable's count is not behind the acknowledgements of this connection.
 func (s *sweeper) acksKept(ctx context.Context, durable string) (int, error) {
 	var ci *jetstream.ConsumerInfo
-	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func(ctx context.Context) error {
 		c, err := s.js.Consumer(ctx, s.n.Capture, durable)
 		if err == nil {
 			ci = c.CachedInfo()
@@ -344,7 +344,7 @@ func (s *sweeper) acksKept(ctx context.Context, durable string) (int, error) {
 // server restart or an election as the sweep's other requests do (the
 // reset after lost deliveries comes right after one).
 func (s *sweeper) resetDurable(ctx context.Context, durable string) error {
-	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func(ctx context.Context) error {
 		_, err := s.js.ResetConsumer(ctx, s.n.Capture, durable)
 		return err
 	})

@@ -29,7 +29,7 @@ func (s *sweeper) durable(ctx context.Context) (string, []string, error) {
 	// moment: these look-ups ride it out as the sweep's other requests do.
 	var capture jetstream.Stream
 	var main jetstream.Consumer
-	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func(ctx context.Context) (err error) {
 		if capture == nil {
 			if capture, err = s.js.Stream(ctx, s.n.Capture); err != nil {
 				return err
@@ -64,6 +64,8 @@ func (s *sweeper) durable(ctx context.Context) (string, []string, error) {
 	names := slices.Clone(s.cfg.Consumers)
 	sort.Strings(names)
 	name := s.n.Durable + "-" + strings.Join(names, "-")
+	ctx, cancel := s.api.WithTimeout(ctx)
+	defer cancel()
 	if _, err := s.js.Consumer(ctx, s.n.Capture, name); err == nil || s.cfg.DryRun {
 		return name, filters, nil
 	}
@@ -113,7 +115,7 @@ func (s *sweeper) claim(it *item) bool {
 // left, or Max dead messages are admitted.
 func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*item) bool) error {
 	var cons jetstream.Consumer
-	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() (err error) {
+	err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func(ctx context.Context) (err error) {
 		cons, err = s.js.Consumer(ctx, s.n.Capture, durable)
 		return err
 	})
@@ -134,7 +136,7 @@ func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*it
 		// A fetch that the server did not answer (a restart, an election)
 		// is tried again once the connection is back; an answer without
 		// messages is the end.
-		err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+		err := retryTransient(ctx, s.js.Conn(), s.api.Timeout, func(ctx context.Context) error {
 			b, err := cons.FetchNoWait(want)
 			if err != nil {
 				return err
@@ -171,7 +173,9 @@ func (s *sweeper) fromDurable(ctx context.Context, durable string, push func(*it
 			if empty++; empty > transientAttempts {
 				return nil
 			}
-			ci, err := cons.Info(ctx)
+			ictx, cancel := s.api.WithTimeout(ctx)
+			ci, err := cons.Info(ictx)
+			cancel()
 			if err == nil && ci.NumPending == 0 {
 				if ci.NumAckPending > 0 && ci.Delivered.Consumer > s.lastDelivery {
 					s.lost = true
@@ -213,9 +217,11 @@ func (s *sweeper) received(m jetstream.Msg) {
 // gets, so that a dry run disturbs no consumer.
 func (s *sweeper) dryRunAdvisories(ctx context.Context, durable string, filters []string, push func(*item) bool) error {
 	from := uint64(1)
-	if c, err := s.js.Consumer(ctx, s.n.Capture, durable); err == nil {
+	lctx, cancel := s.api.WithTimeout(ctx)
+	defer cancel()
+	if c, err := s.js.Consumer(lctx, s.n.Capture, durable); err == nil {
 		from = c.CachedInfo().AckFloor.Stream + 1
-	} else if c, err := s.js.Consumer(ctx, s.n.Capture, s.n.Durable); err == nil {
+	} else if c, err := s.js.Consumer(lctx, s.n.Capture, s.n.Durable); err == nil {
 		from = c.CachedInfo().AckFloor.Stream + 1
 	}
 	for ctx.Err() == nil {

@@ -151,6 +151,8 @@ func (s *sweeper) shouldRemove(it *item, infos map[string]*jetstream.ConsumerInf
 }
 
 func (s *sweeper) consumerInfos(ctx context.Context) map[string]*jetstream.ConsumerInfo {
+	ctx, cancel := s.api.WithTimeout(ctx)
+	defer cancel()
 	out := map[string]*jetstream.ConsumerInfo{}
 	st, err := s.js.Stream(ctx, s.cfg.Stream)
 	if err != nil {

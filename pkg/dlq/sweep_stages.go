@@ -177,7 +177,7 @@ func (s *sweeper) getRow(ctx context.Context, g *streamread.DirectGetter, row []
 	if len(row) < 2 || row[0].pass != passNone {
 		return
 	}
-	_ = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func() error {
+	_ = retryTransient(ctx, s.js.Conn(), s.api.Timeout, func(ctx context.Context) error {
 		return g.Get(ctx, jsapi.MsgGetRequest{Seq: first, Batch: len(row)}, func(m *envelope.Message) error {
 			if m.Seq < first || m.Seq-first >= uint64(len(row)) {
 				return streamread.ErrStop

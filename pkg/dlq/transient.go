@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
 
@@ -18,15 +19,19 @@ const transientAttempts = 4
 // retryTransient runs request until it gets an answer, an error that is
 // not transient (retry.Transient), or transientAttempts tries; between
 // tries it pauses (a growing pause) and waits for the connection to be
-// back (at most timeout), both ending with ctx.
-func retryTransient(ctx context.Context, nc *nats.Conn, timeout time.Duration, request func() error) error {
+// back (at most timeout), both ending with ctx. Each try's ctx ends after
+// timeout: a request lost with the connection (sent to a server that
+// restarted) is never answered, and must not wait for the end of the
+// caller's ctx, which a caller may set far away (nats.go's requests
+// take a ctx with a deadline as their only bound).
+func retryTransient(ctx context.Context, nc *nats.Conn, timeout time.Duration, request func(ctx context.Context) error) error {
 	return retryTransientAfter(ctx, nc, timeout, nil, request)
 }
 
 // retryTransientAfter is retryTransient for a request whose first try,
 // made elsewhere (a jsapi.Pipe), failed with first, a transient error: it
 // makes the other tries, the first of them once the connection is back.
-func retryTransientAfter(ctx context.Context, nc *nats.Conn, timeout time.Duration, first error, request func() error) error {
+func retryTransientAfter(ctx context.Context, nc *nats.Conn, timeout time.Duration, first error, request func(ctx context.Context) error) error {
 	attempts, last := transientAttempts, first
 	if first != nil {
 		attempts--
@@ -35,21 +40,16 @@ func retryTransientAfter(ctx context.Context, nc *nats.Conn, timeout time.Durati
 		func(ctx context.Context) error {
 			if last != nil {
 				// Not again once ctx has ended: the sweep is stopping.
-				if waitConnected(ctx, nc, timeout); ctx.Err() != nil {
+				if nc != nil {
+					natsconn.WaitConnected(ctx, nc, timeout)
+				}
+				if ctx.Err() != nil {
 					return last
 				}
 			}
-			last = request()
+			try, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			last = request(try)
 			return last
 		})
-}
-
-// waitConnected waits until nc is connected, for at most timeout.
-func waitConnected(ctx context.Context, nc *nats.Conn, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for nc != nil && !nc.IsConnected() && time.Now().Before(deadline) {
-		if retry.Sleep(ctx, 50*time.Millisecond) != nil {
-			return
-		}
-	}
 }

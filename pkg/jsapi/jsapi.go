@@ -87,11 +87,12 @@ type response struct {
 	} `json:"message,omitempty"`
 }
 
-// WithTimeout bounds ctx by the client's timeout unless it has a deadline.
+// WithTimeout bounds ctx by the client's timeout; a deadline of ctx's
+// that comes first stays. A deadline further away (a command's --wait, a
+// test's) does not replace the timeout: a request lost with the
+// connection (sent to a server that restarted) is never answered, and
+// would wait for that deadline instead of being sent again.
 func (c *Client) WithTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
 	return context.WithTimeout(ctx, c.Timeout)
 }
 

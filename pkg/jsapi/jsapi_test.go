@@ -1,7 +1,9 @@
 package jsapi
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -53,5 +55,27 @@ func TestDeleted(t *testing.T) {
 		if got := deleted([]byte(c.reply)); got != c.want {
 			t.Errorf("%s: %v, want %v", c.reply, got, c.want)
 		}
+	}
+}
+
+// WithTimeout bounds a request by the client's timeout even when the
+// caller's context has a deadline further away (a --wait, a test's), and
+// keeps a caller's deadline that comes first.
+func TestWithTimeoutKeepsTheEarlierDeadline(t *testing.T) {
+	c := &Client{Timeout: time.Second}
+	far, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	ctx, done := c.WithTimeout(far)
+	defer done()
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > c.Timeout {
+		t.Errorf("with a deadline an hour away: deadline in %s, want at most %s", time.Until(d), c.Timeout)
+	}
+	near, cancelNear := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancelNear()
+	want, _ := near.Deadline()
+	ctx, done = c.WithTimeout(near)
+	defer done()
+	if d, _ := ctx.Deadline(); !d.Equal(want) {
+		t.Errorf("with a deadline a millisecond away: %v, want %v", d, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -304,6 +305,8 @@ func (p *Pub) first() uint64 {
 //     no responders, a timeout), or not acknowledged within AckWait while
 //     the connection is up: published once more, synchronously, and that
 //     answer is the outcome (with OwnRetries, a refusal is the outcome);
+//     if the connection goes away before that answer comes (a server
+//     restarting), it is published again once the connection is back;
 //   - any other refusal: that error.
 //
 // While the connection is down it waits; when it is back, Recover is
@@ -407,16 +410,23 @@ func (w *Window) refused(ctx context.Context, p *Pub, err error) {
 
 // syncPublish publishes p.Msg once more and waits for the answer: p's
 // outcome, unless an acknowledgement of an earlier send said "stored"
-// meanwhile.
+// meanwhile. A try whose answer cannot come, because the connection went
+// away while it waited (a server restarting: the request went to the
+// server that left), does not count: once the connection is back (within
+// AckWait), p.Msg is sent again, up to lostTries times.
 func (w *Window) syncPublish(ctx context.Context, p *Pub) {
-	m := &nats.Msg{Subject: p.Msg.Subject, Header: p.Msg.Header, Data: p.Msg.Data}
-	actx, cancel := context.WithTimeout(ctx, max(w.cfg.AckWait, w.js.Options().DefaultTimeout))
-	defer cancel()
-	ack, err := w.js.PublishMsg(actx, m)
-	if err != nil && tooLarge(err) && w.cfg.Shrink != nil && p.Refused == nil {
-		w.shrink(p, err)
-		m = &nats.Msg{Subject: p.Msg.Subject, Header: p.Msg.Header, Data: p.Msg.Data}
-		ack, err = w.js.PublishMsg(actx, m)
+	var ack *jetstream.PubAck
+	var err error
+	for lost := 0; ; lost++ {
+		ack, err = w.publishOnce(ctx, p)
+		if !errors.Is(err, errAnswerLost) || lost == lostTries || ctx.Err() != nil || w.storedMeanwhile(p) {
+			break
+		}
+		// That try may have been stored: a duplicate now is its own.
+		w.mu.Lock()
+		p.maybe = true
+		w.mu.Unlock()
+		natsconn.WaitConnected(ctx, w.nc, w.cfg.AckWait)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -429,6 +439,61 @@ func (w *Window) syncPublish(ctx context.Context, p *Pub) {
 		return
 	}
 	p.Stream, p.Seq, p.Duplicate, p.Err = ack.Stream, ack.Sequence, ack.Duplicate, nil
+}
+
+// lostTries bounds the sends again of a synchronous publish whose answer
+// was lost with the connection: enough for a server restart or two, not a
+// loop on a connection that keeps failing.
+const lostTries = 4
+
+// errAnswerLost: the connection went away while a publish waited for its
+// answer, so none will come.
+var errAnswerLost = fmt.Errorf("%w: the connection went away before the acknowledgement came", nats.ErrDisconnected)
+
+// publishOnce is one try of syncPublish: it publishes p.Msg (what Shrink
+// returns, if the server refuses it for its size) and waits for the
+// answer, at most AckWait; errAnswerLost if the connection goes away or
+// comes back meanwhile.
+func (w *Window) publishOnce(ctx context.Context, p *Pub) (*jetstream.PubAck, error) {
+	actx, cancel := context.WithTimeout(ctx, max(w.cfg.AckWait, w.js.Options().DefaultTimeout))
+	defer cancel()
+	// A listener of this try's own: Settle, which reads w.status, is
+	// waiting here.
+	lost := w.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	var gone atomic.Bool
+	go func() {
+		if _, ok := <-lost; ok {
+			gone.Store(true)
+			cancel()
+		}
+	}()
+	defer w.nc.RemoveStatusListener(lost) // ends the goroutine
+	reconnects := w.nc.Stats().Reconnects
+	publish := func() (*jetstream.PubAck, error) {
+		return w.js.PublishMsg(actx, &nats.Msg{Subject: p.Msg.Subject, Header: p.Msg.Header, Data: p.Msg.Data})
+	}
+	ack, err := publish()
+	if err != nil && tooLarge(err) && w.cfg.Shrink != nil && p.Refused == nil {
+		w.shrink(p, err)
+		ack, err = publish()
+	}
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case w.nc.IsClosed():
+		// A closed connection does not come back.
+		return nil, fmt.Errorf("%w: %w", nats.ErrConnectionClosed, err)
+	case gone.Load() || (transient(err) && (!w.nc.IsConnected() || w.nc.Stats().Reconnects != reconnects)):
+		return nil, errAnswerLost
+	}
+	return ack, err
+}
+
+// storedMeanwhile says whether an acknowledgement of an earlier send of
+// p said "stored".
+func (w *Window) storedMeanwhile(p *Pub) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return p.acked && p.Err == nil
 }
 
 func (w *Window) setErr(p *Pub, err error) {

@@ -445,6 +445,52 @@ func TestWindowResentAfterReconnect(t *testing.T) {
 	}
 }
 
+// The connection goes away while the synchronous try waits for its
+// answer (a server restarting: the try went to the server that left, and
+// no answer will come): the try does not count, and once the connection
+// is back the copy is sent again. Here the try was stored before its
+// answer was lost, so the send after the reconnect is a duplicate of this
+// run's own copy (Resent). Before, the try waited out its timeout and the
+// copy failed, one in a few runs of dlq's TestSweepAcknowledgementsOutliveARestart.
+func TestWindowSyncTryLostWithTheConnection(t *testing.T) {
+	c := embeddedtest.Start(t)
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	var sends atomic.Int64
+	forward(t, js, func(n int64) (bool, bool) {
+		sends.Store(n)
+		switch n {
+		case 1: // the asynchronous send: lost, not stored
+			return false, false
+		case 2: // the synchronous try: stored, and the connection goes
+			if err := nc.ForceReconnect(); err != nil {
+				t.Error(err)
+			}
+			return true, false
+		}
+		return true, true
+	})
+	w := openWindow(t, js, Config{AckWait: 200 * time.Millisecond})
+	got := move(ctxFor(t), w, numbered(1, "in.x", true), nil)
+	if p := got[0]; !p.Stored() || !p.Duplicate || !p.Resent || p.Seq != 1 {
+		t.Fatalf("outcome: %+v", p)
+	}
+	if n := sends.Load(); n != 3 {
+		t.Fatalf("%d sends, want 3 (asynchronous, lost try, try again)", n)
+	}
+	if n := streamMsgs(t, js, "S"); n != 1 {
+		t.Fatalf("stream holds %d", n)
+	}
+}
+
 // BenchmarkWindow moves b.N copies through a window whose target answers
 // at once with a canned acknowledgement (a core NATS responder, no
 // store): what is measured is the window's own cost per copy, with a
