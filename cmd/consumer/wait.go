@@ -42,7 +42,9 @@ Exactly one condition is required. Exit 0 when it is met, 5 when --wait
 runs out first, 3 when the stream or consumer does not exist or the
 consumer is deleted while waiting. Without --wait it waits until met or
 interrupted: give CI jobs a --wait. On a terminal, progress goes to
-stderr; the state that met the condition goes to stdout.`,
+stderr; the state that met the condition goes to stdout. A server
+restart or leader election does not end the wait: a request not
+answered within --timeout is made again at the next poll.`,
 		Example: `  jetctl consumer wait ORDERS projector --caught-up --wait 5m
   jetctl consumer wait ORDERS billing --pending-below 100 --wait 10m
   jetctl consumer wait ORDERS audit --ack-floor 15000 -o json`,
@@ -107,14 +109,14 @@ func runWait(ctx context.Context, f *factory.Factory, cfg pkgconsumer.WaitConfig
 		}
 	}
 	res, err := pkgconsumer.Wait(waitCtx, js, cfg)
-	if progress && last.State != nil {
+	if progress && (last.State != nil || last.Unanswered != nil) {
 		fmt.Fprint(f.IO.ErrOut, "\r\x1b[K")
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && wait > 0 && ctx.Err() == nil {
 			cond, _ := cfg.Condition()
 			msg := fmt.Sprintf("stream %q: consumer %q: --wait %s expired before %s", cfg.Stream, cfg.Consumer, wait, cond)
-			if last.State != nil {
+			if last.State != nil || last.Unanswered != nil {
 				msg += " (" + describe(last) + ")"
 			}
 			return exitcode.Newf(exitcode.Timeout, "%s", msg)
@@ -132,10 +134,19 @@ func runWait(ctx context.Context, f *factory.Factory, cfg pkgconsumer.WaitConfig
 
 // describe says where a wait stands, in a line.
 func describe(wp pkgconsumer.WaitProgress) string {
-	s := wp.State
-	floor := fmt.Sprintf("ack floor %d", s.AckFloorStreamSeq)
-	if wp.Target > 0 {
-		floor += fmt.Sprintf(" of %d", wp.Target)
+	var out string
+	if s := wp.State; s != nil {
+		floor := fmt.Sprintf("ack floor %d", s.AckFloorStreamSeq)
+		if wp.Target > 0 {
+			floor += fmt.Sprintf(" of %d", wp.Target)
+		}
+		out = fmt.Sprintf("%s, %s unprocessed, %d ack pending", floor, humanize.Comma(int64(s.Unprocessed)), s.AckPending)
 	}
-	return fmt.Sprintf("%s, %s unprocessed, %d ack pending", floor, humanize.Comma(int64(s.Unprocessed)), s.AckPending)
+	if wp.Unanswered != nil {
+		if out != "" {
+			out += "; "
+		}
+		out += "the server is not answering: " + wp.Unanswered.Error()
+	}
+	return out
 }

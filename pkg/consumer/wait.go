@@ -37,10 +37,16 @@ type WaitConfig struct {
 
 // WaitProgress is what a wait knows after each poll.
 type WaitProgress struct {
+	// State is the consumer's state as last read (nil before the first
+	// answer).
 	State *State
 	// Target is the stream sequence --caught-up waits for the ack floor to
 	// reach (0 for other conditions).
 	Target uint64
+	// Unanswered is set when this poll got no answer that counts (a
+	// server restarting, a leader election: retry.Transient); the wait
+	// polls again, and State is the last one read.
+	Unanswered error
 }
 
 // WaitResult is the state that met the condition.
@@ -102,25 +108,61 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 		cfg.MaxPoll = max(time.Second, cfg.MinPoll)
 	}
 	start := time.Now()
-	stream, err := js.Stream(ctx, cfg.Stream)
-	if err != nil {
+	res := &WaitResult{Stream: cfg.Stream, Consumer: cfg.Consumer, Condition: condition}
+	var last *State
+	// Each request waits at most the request timeout, and one the server
+	// does not answer for the moment is made again after the next pause:
+	// a wait spans restarts and elections, and a request lost with the
+	// connection must not wait for the end of --wait.
+	ask := func(what string, request func(ctx context.Context) error) error {
+		err := retry.Do(ctx, retry.Policy{Pause: cfg.MinPoll, MaxPause: cfg.MaxPoll, Retryable: retry.Transient, AttemptTimeout: requestTimeout(js)},
+			func(ctx context.Context) error {
+				err := request(ctx)
+				if retry.Transient(err) {
+					logctx.From(ctx).Debug("consumer wait: not answered, asking again", "stream", cfg.Stream, "consumer", cfg.Consumer, "request", what, "error", err)
+					if cfg.Progress != nil {
+						cfg.Progress(WaitProgress{State: last, Target: res.TargetStreamSeq, Unanswered: err})
+					}
+				}
+				return err
+			})
+		if err != nil && ctx.Err() != nil {
+			// --wait ran out (or the command was stopped) while the
+			// server did not answer.
+			return fmt.Errorf("%w (the last request: %v)", ctx.Err(), err)
+		}
+		return err
+	}
+	var stream jetstream.Stream
+	if err := ask("stream info", func(ctx context.Context) (err error) {
+		stream, err = js.Stream(ctx, cfg.Stream)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
-	info, err := consumerInfo(ctx, stream, cfg)
-	if err != nil {
+	var info *jetstream.ConsumerInfo
+	poll := func() error {
+		return ask("consumer info", func(ctx context.Context) (err error) {
+			res.Polls++
+			info, err = consumerInfo(ctx, stream, cfg)
+			return err
+		})
+	}
+	if err := poll(); err != nil {
 		return nil, err
 	}
-	res := &WaitResult{Stream: cfg.Stream, Consumer: cfg.Consumer, Condition: condition, Polls: 1}
 	if cfg.CaughtUp {
-		target, err := lastMatching(ctx, js, stream.CachedInfo(), FilterSubjects(info.Config))
-		if err != nil {
+		if err := ask("last message", func(ctx context.Context) (err error) {
+			res.TargetStreamSeq, err = lastMatching(ctx, js, stream.CachedInfo(), FilterSubjects(info.Config))
+			return err
+		}); err != nil {
 			return nil, err
 		}
-		res.TargetStreamSeq = target
 	}
-	poll := cfg.MinPoll
+	pause := cfg.MinPoll
 	for {
 		s := FromInfo(info)
+		last = s
 		logctx.From(ctx).Debug("consumer wait poll", "stream", cfg.Stream, "consumer", cfg.Consumer, "condition", condition,
 			"ack_floor", s.AckFloorStreamSeq, "target", res.TargetStreamSeq, "unprocessed", s.Unprocessed, "ack_pending", s.AckPending)
 		if cfg.Progress != nil {
@@ -129,19 +171,20 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 		if met(cfg, s, res.TargetStreamSeq) {
 			// The state that met the condition, as consumer ls shows it:
 			// lag, dead letters, findings and health.
-			if s, err = assessOne(ctx, js, stream, info, cfg.Thresholds, cfg.Fixed); err != nil {
+			if err := ask("consumer state", func(ctx context.Context) (err error) {
+				res.State, err = assessOne(ctx, js, stream, info, cfg.Thresholds, cfg.Fixed)
+				return err
+			}); err != nil {
 				return nil, err
 			}
-			res.State = s
 			res.Waited = ShortDuration(time.Since(start))
 			return res, nil
 		}
-		if err := retry.Sleep(ctx, poll); err != nil {
+		if err := retry.Sleep(ctx, pause); err != nil {
 			return nil, err
 		}
-		poll = min(poll*2, cfg.MaxPoll)
-		info, err = consumerInfo(ctx, stream, cfg)
-		res.Polls++
+		pause = min(pause*2, cfg.MaxPoll)
+		err := poll()
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, fmt.Errorf("stream %q: consumer %q: %w", cfg.Stream, cfg.Consumer, ErrConsumerGone)
 		}
@@ -149,6 +192,15 @@ func Wait(ctx context.Context, js jetstream.JetStream, cfg WaitConfig) (*WaitRes
 			return nil, err
 		}
 	}
+}
+
+// requestTimeout is how long one request of a wait waits for its answer:
+// the JetStream context's timeout (--timeout).
+func requestTimeout(js jetstream.JetStream) time.Duration {
+	if t := js.Options().DefaultTimeout; t > 0 {
+		return t
+	}
+	return 5 * time.Second
 }
 
 // met reports whether s satisfies cfg's condition.
