@@ -115,6 +115,16 @@ func TestRefusalStopsTheCommand(t *testing.T) {
 	if got := ref.Err(); got == nil || *got != want {
 		t.Errorf("after a second refusal, Err() = %v, want %+v", got, want)
 	}
+	// abort is called on nats.go's callback goroutine after Done is
+	// closed (a flush does not wait for it): wait for the first call.
+	called := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(aborted)
+	}
+	for deadline := time.Now().Add(waitLimit); called() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	mu.Lock()
 	var perr *PermissionError
 	if len(aborted) == 0 || !errors.As(aborted[0], &perr) || *perr != want {
