@@ -37,8 +37,11 @@ On a terminal the table is redrawn in place. Off a terminal (or with
 -o json or jsonl) it prints one JSON line per consumer per poll, the
 fields of "consumer ls -o json" plus "rates" (null in the first poll).
 --count N stops after N polls; otherwise it runs until interrupted, and
-Ctrl-C exits 0. Selection and sorting are those of "consumer ls".
-Watching changes nothing.`,
+Ctrl-C exits 0. A poll the server does not answer (a restart, a leader
+election) does not end the watch: it says so (on stderr off a terminal)
+and polls again; with --count, an unanswered last poll exits 1.
+Selection and sorting are those of "consumer ls". Watching changes
+nothing.`,
 		Example: `  jetctl consumer watch ORDERS
   jetctl consumer watch --interval 5s --sort lag
   jetctl consumer watch ORDERS --count 10 > positions.jsonl`,
@@ -86,7 +89,7 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 		defer lines.Close()
 		p.Out = lines
 	}
-	warned := false
+	warned, thresholdsShown := false, false
 	for n := 1; ; n++ {
 		started := time.Now()
 		samples, err := w.Poll(ctx)
@@ -94,7 +97,19 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 			return nil // Ctrl-C: a clean stop.
 		}
 		if err != nil {
-			return err
+			// A server restarting or electing a leader: the watch goes on
+			// (an incident is when it is watched), and says so. The poll
+			// counts for --count, whose last poll's error ends the watch.
+			if !retry.Transient(err) || (o.count > 0 && n >= o.count) {
+				return err
+			}
+			if err := unanswered(f, redraw, interval, o.count, n, err); err != nil {
+				return err
+			}
+			if err := retry.Sleep(ctx, interval-time.Since(started)); err != nil {
+				return nil
+			}
+			continue
 		}
 		samples = keepSamples(sel, samples)
 		if !warned {
@@ -102,7 +117,8 @@ func runWatch(ctx context.Context, f *factory.Factory, o *watchOptions, streams 
 			for i, s := range samples {
 				states[i] = s.State
 			}
-			if n == 1 {
+			if !thresholdsShown {
+				thresholdsShown = true
 				ThresholdWarnings(f.IO.ErrOut, states)
 			}
 			// Once: what cannot be read now will not be readable later.
@@ -149,6 +165,31 @@ func keepSamples(sel selection, samples []pkgconsumer.Sample) []pkgconsumer.Samp
 
 // drawWatch writes one screen: on a terminal it first moves home and
 // clears, so the view redraws in place; the whole screen is one write.
+// unanswered says that poll n got no answer from the server: in place of
+// the table when it is redrawn, else a line on stderr (stdout keeps
+// only the samples).
+func unanswered(f *factory.Factory, redraw bool, interval time.Duration, count, n int, err error) error {
+	at := time.Now().Format("15:04:05")
+	msg := fmt.Sprintf("the server is not answering (%s); polling again every %s", output.Escape(err.Error()), interval)
+	if !redraw {
+		_, werr := fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s\n", at, msg)
+		return werr
+	}
+	var buf bytes.Buffer
+	if f.IO.StdoutTTY {
+		buf.WriteString("\x1b[H\x1b[2J")
+	} else if n > 1 {
+		buf.WriteString("\n")
+	}
+	polls := ""
+	if count > 0 {
+		polls = fmt.Sprintf(", poll %d of %d", n, count)
+	}
+	fmt.Fprintf(&buf, "%s  every %s%s (Ctrl-C to stop)\n\n%s\n", at, interval, polls, msg)
+	_, werr := f.IO.Out.Write(buf.Bytes())
+	return werr
+}
+
 func drawWatch(f *factory.Factory, p *output.Printer, samples []pkgconsumer.Sample, interval time.Duration, count, n int) error {
 	var buf bytes.Buffer
 	if f.IO.StdoutTTY {
