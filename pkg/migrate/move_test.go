@@ -370,15 +370,7 @@ func TestMoveRidesOutAServerRestart(t *testing.T) {
 
 func ridesOutARestart(t *testing.T, ret jetstream.RetentionPolicy) {
 	c := embeddedtest.Start(t)
-	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedtest.Reconnecting(t, c)
 	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "SK", Subjects: []string{"sk.>"}, Retention: ret}); err != nil {
 		t.Fatal(err)
 	}

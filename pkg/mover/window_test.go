@@ -278,15 +278,7 @@ func TestWindowCancel(t *testing.T) {
 func TestWindowReconnect(t *testing.T) {
 	c := embeddedtest.Start(t)
 	var ups atomic.Int32
-	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedtest.Reconnecting(t, c)
 	newStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
 	var recovered atomic.Int32
 	w := openWindow(t, js, Config{
@@ -415,15 +407,7 @@ func TestWindowSettleAfterCancelSendsNothing(t *testing.T) {
 // is not taken for a copy the target had before.
 func TestWindowResentAfterReconnect(t *testing.T) {
 	c := embeddedtest.Start(t)
-	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedtest.Reconnecting(t, c)
 	newStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
 	forward(t, js, func(n int64) (bool, bool) { return true, n > 1 })
 	var recovered atomic.Int32
@@ -436,7 +420,7 @@ func TestWindowResentAfterReconnect(t *testing.T) {
 	for streamMsgs(t, js, "S") == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := nc.ForceReconnect(); err != nil {
+	if err := js.Conn().ForceReconnect(); err != nil {
 		t.Fatal(err)
 	}
 	w.Settle(ctx, p)
@@ -454,15 +438,7 @@ func TestWindowResentAfterReconnect(t *testing.T) {
 // copy failed, one in a few runs of dlq's TestSweepAcknowledgementsOutliveARestart.
 func TestWindowSyncTryLostWithTheConnection(t *testing.T) {
 	c := embeddedtest.Start(t)
-	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedtest.Reconnecting(t, c)
 	newStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
 	var sends atomic.Int64
 	forward(t, js, func(n int64) (bool, bool) {
@@ -471,7 +447,7 @@ func TestWindowSyncTryLostWithTheConnection(t *testing.T) {
 		case 1: // the asynchronous send: lost, not stored
 			return false, false
 		case 2: // the synchronous try: stored, and the connection goes
-			if err := nc.ForceReconnect(); err != nil {
+			if err := js.Conn().ForceReconnect(); err != nil {
 				t.Error(err)
 			}
 			return true, false

@@ -62,6 +62,23 @@ func DomainPair(tb testing.TB) (hub, leaf *embedded.Cluster) {
 	return hub, leaf
 }
 
+// Reconnecting returns a JetStream client of c whose connection comes
+// back whenever c does (it tries for ever, every 50ms): for tests that
+// stop and restart c. The connection closes when the test ends.
+func Reconnecting(tb testing.TB, c *embedded.Cluster) jetstream.JetStream {
+	tb.Helper()
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return js
+}
+
 // Connect returns a JetStream client of c (in domain, "" for the server's
 // own API); the connection closes when the test ends.
 func Connect(tb testing.TB, c *embedded.Cluster, domain string) jetstream.JetStream {
