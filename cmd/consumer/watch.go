@@ -169,28 +169,21 @@ func keepSamples(sel selection, samples []pkgconsumer.Sample) []pkgconsumer.Samp
 // the table when it is redrawn, else a line on stderr (stdout keeps
 // only the samples).
 func unanswered(f *factory.Factory, redraw bool, interval time.Duration, count, n int, err error) error {
-	at := time.Now().Format("15:04:05")
 	msg := fmt.Sprintf("the server is not answering (%s); polling again every %s", output.Escape(err.Error()), interval)
 	if !redraw {
-		_, werr := fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s\n", at, msg)
+		_, werr := fmt.Fprintf(f.IO.ErrOut, "jetctl: %s: %s\n", time.Now().Format("15:04:05"), msg)
 		return werr
 	}
-	var buf bytes.Buffer
-	if f.IO.StdoutTTY {
-		buf.WriteString("\x1b[H\x1b[2J")
-	} else if n > 1 {
-		buf.WriteString("\n")
-	}
-	polls := ""
-	if count > 0 {
-		polls = fmt.Sprintf(", poll %d of %d", n, count)
-	}
-	fmt.Fprintf(&buf, "%s  every %s%s (Ctrl-C to stop)\n\n%s\n", at, interval, polls, msg)
+	buf := watchHeader(f, interval, "", count, n)
+	buf.WriteString(msg + "\n")
 	_, werr := f.IO.Out.Write(buf.Bytes())
 	return werr
 }
 
-func drawWatch(f *factory.Factory, p *output.Printer, samples []pkgconsumer.Sample, interval time.Duration, count, n int) error {
+// watchHeader starts poll n's screen: home and clear on a terminal (a
+// blank line between polls off one), then the time, the interval, what
+// (", 3 consumers"), the poll of --count, and how to stop.
+func watchHeader(f *factory.Factory, interval time.Duration, what string, count, n int) *bytes.Buffer {
 	var buf bytes.Buffer
 	if f.IO.StdoutTTY {
 		buf.WriteString("\x1b[H\x1b[2J")
@@ -201,8 +194,12 @@ func drawWatch(f *factory.Factory, p *output.Printer, samples []pkgconsumer.Samp
 	if count > 0 {
 		polls = fmt.Sprintf(", poll %d of %d", n, count)
 	}
-	fmt.Fprintf(&buf, "%s  every %s, %s%s (Ctrl-C to stop)\n\n", time.Now().Format("15:04:05"), interval,
-		english.Plural(len(samples), "consumer", ""), polls)
+	fmt.Fprintf(&buf, "%s  every %s%s%s (Ctrl-C to stop)\n\n", time.Now().Format("15:04:05"), interval, what, polls)
+	return &buf
+}
+
+func drawWatch(f *factory.Factory, p *output.Printer, samples []pkgconsumer.Sample, interval time.Duration, count, n int) error {
+	buf := watchHeader(f, interval, ", "+english.Plural(len(samples), "consumer", ""), count, n)
 	t := output.Table{Header: []string{"stream", "consumer", "unprocessed", "trend/s", "ack pending", "delivered/s", "acked/s", "redelivered", "trend/s", "waiting", "lag", "health"}}
 	for _, s := range samples {
 		unTrend, ackRate, delRate, redTrend := "-", "-", "-", "-"
@@ -213,7 +210,7 @@ func drawWatch(f *factory.Factory, p *output.Printer, samples []pkgconsumer.Samp
 			s.Redelivered, redTrend, s.WaitingPulls, LagCell(s.State), string(s.Health))
 	}
 	saved := p.Out
-	p.Out = &buf
+	p.Out = buf
 	err := p.Print(nil, func() []output.Table { return []output.Table{t} })
 	p.Out = saved
 	if err != nil {

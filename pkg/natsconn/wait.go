@@ -10,14 +10,13 @@ import (
 )
 
 // WaitConnected waits until nc is connected, for at most timeout or until
-// ctx ends, and says whether it is: a request made while the connection
-// is coming back (a server restarting) is sent once it is.
-func WaitConnected(ctx context.Context, nc *nats.Conn, timeout time.Duration) bool {
+// ctx ends: a request made while the connection is coming back (a server
+// restarting) is sent once it is.
+func WaitConnected(ctx context.Context, nc *nats.Conn, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
-	for !nc.IsConnected() {
-		if !time.Now().Before(deadline) || retry.Sleep(ctx, 50*time.Millisecond) != nil {
-			return nc.IsConnected()
+	for !nc.IsConnected() && time.Now().Before(deadline) {
+		if retry.Sleep(ctx, 50*time.Millisecond) != nil {
+			return
 		}
 	}
-	return true
 }
