@@ -8,10 +8,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -173,7 +173,7 @@ func durables(ctx context.Context, js jetstream.JetStream, stream string) ([]*je
 	var out []*jetstream.ConsumerInfo
 	l := s.ListConsumers(ctx)
 	for ci := range l.Info() {
-		if ci.Config.Durable == "" || serverOwned(ci.Config.Metadata) {
+		if ci.Config.Durable == "" || jsapi.ReplicationConsumer(ci.Config.Metadata) {
 			continue // ephemeral: it belongs to a live client and ends with it
 		}
 		out = append(out, ci)
@@ -182,17 +182,6 @@ func durables(ctx context.Context, js jetstream.JetStream, stream string) ([]*je
 		return nil, fmt.Errorf("stream %q: listing consumers: %w", stream, err)
 	}
 	return out, nil
-}
-
-// serverOwned says whether a consumer is the server's own: the one through
-// which a mirror or a source reads its origin.
-func serverOwned(md map[string]string) bool {
-	for k := range md {
-		if strings.HasPrefix(k, "_nats.mirror.") || strings.HasPrefix(k, "_nats.source.") {
-			return true
-		}
-	}
-	return false
 }
 
 // workqueueConsumers checks that consumers can live on a workqueue

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/migrate"
 )
 
@@ -329,12 +330,7 @@ func migratesConsumer(c *jetstream.ConsumerConfig) bool {
 	if c.Durable == "" {
 		return false
 	}
-	for k := range c.Metadata {
-		if strings.HasPrefix(k, "_nats.mirror.") || strings.HasPrefix(k, "_nats.source.") {
-			return false
-		}
-	}
-	return true
+	return !jsapi.ReplicationConsumer(c.Metadata)
 }
 
 // planResume plans a resource whose migration was interrupted (the
