@@ -42,49 +42,21 @@ const (
 	OrigPrefix = "Jetctl-Orig-"
 )
 
-// ServerHeaders are headers the server acts on when a message is
-// published; a copy must not carry them under their own names.
-var ServerHeaders = []string{
-	"Nats-Msg-Id",
-	"Nats-Expected-Stream",
-	"Nats-Expected-Last-Sequence",
-	"Nats-Expected-Last-Subject-Sequence",
-	"Nats-Expected-Last-Subject-Sequence-Subject",
-	"Nats-Expected-Last-Msg-Id",
-	"Nats-Rollup",
-	"Nats-TTL",
-	"Nats-Incr",
-	"Nats-Batch-Id",
-	"Nats-Batch-Sequence",
-	"Nats-Batch-Commit",
-	"Nats-Schedule",
-	"Nats-Schedule-Target",
-	"Nats-Schedule-Source",
-	"Nats-Schedule-TTL",
-	"Nats-Schedule-Time-Zone",
-}
-
-var serverHeaderSet = func() map[string]bool {
-	m := make(map[string]bool, len(ServerHeaders))
-	for _, h := range ServerHeaders {
-		m[h] = true
-	}
-	return m
-}()
-
 // IsServerHeader reports whether the server acts on header name (exact
-// case, as the server matches it), including every Nats-Expected-* and
-// Nats-Batch-*/Nats-Schedule* variant.
+// case, as the server matches it) when a message is published, or writes
+// it on stored messages: the headers a copy moves aside to
+// Jetctl-Orig-<Name>, those the header table (HeaderTable) has a dead
+// letter rename.
 func IsServerHeader(name string) bool {
-	if serverHeaderSet[name] {
-		return true
+	if len(name) < 5 || name[:5] != "Nats-" {
+		return false
 	}
-	for _, p := range []string{"Nats-Expected-", "Nats-Batch-", "Nats-Schedule"} {
-		if len(name) >= len(p) && name[:len(p)] == p {
-			return true
-		}
+	r, ok := Rule(name)
+	if !ok {
+		return false
 	}
-	return false
+	f := r.Cells[CmdDLQ].Fate
+	return f == Rename || f == Own
 }
 
 // CopyHeader returns a copy of h that is safe to publish: headers the
