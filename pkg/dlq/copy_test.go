@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/envelope/envelopetest"
 )
 
 // buildCopyReference is BuildCopy written plainly, a header set each: what
@@ -83,4 +84,13 @@ func TestBuildCopyAllocations(t *testing.T) {
 	if got > 8 {
 		t.Errorf("%.0f allocations per copy (the reference makes %.0f)", got, ref)
 	}
+}
+
+// A dead letter's copy gives every header the server acts on the fate of
+// the table's dlq sweep column (docs/headers.md).
+func TestBuildCopyFollowsHeaderTable(t *testing.T) {
+	orig := envelopetest.EveryHeader()
+	m := &envelope.Message{Stream: "ORDERS", Seq: 7, Subject: "ORDERS.new", Time: time.Now(), Header: orig, Data: []byte("x")}
+	c := BuildCopy(Names{SubjectPrefix: "$DLQ.ORDERS"}, m, Advisory{Consumer: "w", Deliveries: 2}, time.Now())
+	envelopetest.CheckFates(t, envelope.CmdDLQ, orig, c.Header)
 }

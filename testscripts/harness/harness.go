@@ -102,6 +102,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"http-get":        cmdHTTPGet,
 		"prom":            cmdProm,
 		"scrape-until":    cmdScrapeUntil,
+		"every-header":    cmdEveryHeader,
+		"counter-stream":  cmdCounterStream,
 	}
 }
 
