@@ -21,13 +21,32 @@ import (
 // another domain, its mirror just never hears.
 const unheardFor = 15 * time.Second
 
+// mirrorRefuses are the settings a 2.15 server refuses on a mirror and
+// takes in the update that promotes it (TestFactMirrorConfigRefusals):
+// the mirror is created without them and the promotion, which sends the
+// final config, turns them on again. A mirror takes allow_msg_ttl (it
+// keeps and honours each message's Nats-TTL, TestFactMirrorKeepsAndHonoursTTL)
+// and persist_mode, which no update may change, so both are the final
+// config's from the start. allow_msg_counter it refuses and no update may
+// turn on: a counter stream moves by the counter way (counter.go).
+var mirrorRefuses = []struct {
+	field string
+	clear func(*jetstream.StreamConfig)
+}{
+	{"allow_atomic", func(c *jetstream.StreamConfig) { c.AllowAtomicPublish = false }},
+	{"allow_batched", func(c *jetstream.StreamConfig) { c.AllowBatchPublish = false }},
+	{"allow_msg_schedules", func(c *jetstream.StreamConfig) { c.AllowMsgSchedules = false }},
+	{"subject_delete_marker_ttl", func(c *jetstream.StreamConfig) { c.SubjectDeleteMarkerTTL = 0 }},
+}
+
 // mirrorConfig is the target while it copies: final's settings as a mirror
 // of the source, without what a mirror may not have (subjects, first
-// sequence, transforms) and without what would stop the cutover deleting
-// from it (deny delete and purge); those come with the promotion.
+// sequence, transforms, mirrorRefuses) and without what would stop the
+// cutover deleting from it (deny delete and purge); those come with the
+// promotion.
 func mirrorConfig(final jetstream.StreamConfig, source, api string) (jetstream.StreamConfig, error) {
 	if final.AllowMsgCounter {
-		return final, fmt.Errorf("%w: a counter stream cannot be mirrored, so it is not migrated", ErrInvalid)
+		return final, fmt.Errorf("%w: a counter stream cannot be mirrored (TestFactCounterSourced)", ErrInvalid)
 	}
 	c := final
 	c.Subjects = nil
@@ -46,8 +65,9 @@ func mirrorConfig(final jetstream.StreamConfig, source, api string) (jetstream.S
 		// promotion (limits to interest changes in place).
 		c.Retention = jetstream.LimitsPolicy
 	}
-	c.AllowMsgSchedules = false
-	c.AllowAtomicPublish = false
+	for _, r := range mirrorRefuses {
+		r.clear(&c)
+	}
 	c.Mirror = &jetstream.StreamSource{Name: source}
 	if api != "" {
 		c.Mirror.External = &jetstream.ExternalStream{APIPrefix: api}
