@@ -104,6 +104,14 @@ func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
 	return m.run(ctx, way{
 		mechanism: mechanismCopy,
 		check: func(final jetstream.StreamConfig, si *jetstream.StreamInfo) error {
+			if m.cfg.TTL != envelope.TTLDrop && si.Config.AllowMsgTTL && !final.AllowMsgTTL {
+				return fmt.Errorf("%w: stream %q allows per-message TTLs and the target would not (allow_msg_ttl): it would refuse the copies' Nats-TTL; give the target allow_msg_ttl, or copy with --ttl drop (the copies then never expire)", ErrInvalid, m.srcName)
+			}
+			if si.Config.AllowMsgCounter {
+				// Each copy would be an increment applied again
+				// (envelope.CmdCopy's Nats-Incr: refuse).
+				return fmt.Errorf("%w: stream %q is a counter stream: jetctl does not copy one message by message (each copy would be applied again as an increment); a counter stream moves between servers that reach each other (one leaf node connection between their JetStream domains), by sourcing", ErrInvalid, m.srcName)
+			}
 			_, err := copyConfig(final, si, m.dstName, m.copyPrefix)
 			return err
 		},
@@ -453,7 +461,7 @@ func (m *mover) feedCopy(ctx context.Context, r streamread.Range, next, want uin
 		if m.copyPrefix != "" {
 			subject = m.copyPrefix + "." + subject
 		}
-		p := &copyPub{Pub: mv.Pub{Msg: &nats.Msg{Subject: subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}}, seq: e.Seq}
+		p := &copyPub{Pub: mv.Pub{Msg: &nats.Msg{Subject: subject, Header: encodeHeader(e.Header, e.Time, time.Now(), m.ttl), Data: e.Data}}, seq: e.Seq}
 		if hash {
 			p.hash = sourceHash(e)
 		}
@@ -532,13 +540,15 @@ func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, del
 	return m.verifySets(ctx, sinfo, deleted, setChecks{lastSeq: true})
 }
 
-// encodeHeader is the header of the copy of a message with header h and
-// timestamp t: headers the server acts on renamed, the original time kept.
-// jetctl's own headers go one Jetctl-Orig- deeper than any of their names
-// the message has already (a message copied before), so that DecodeHeader
-// tells them apart.
-func encodeHeader(h nats.Header, t time.Time) nats.Header {
-	out := make(nats.Header, len(h)+2)
+// encodeHeader is the header of the copy, published at now, of a message
+// with header h stored at t: headers the server acts on renamed (listed in
+// Jetctl-Migrate-Renamed), the original time kept, and a Nats-TTL of the
+// copy's own by ttl (copyTTL; the original's is renamed like the others, so
+// that DecodeHeader gives it back). jetctl's own headers go one
+// Jetctl-Orig- deeper than any of their names the message has already (a
+// message copied before), so that DecodeHeader tells them apart.
+func encodeHeader(h nats.Header, t, now time.Time, ttl envelope.TTLMode) nats.Header {
+	out := make(nats.Header, len(h)+3)
 	var server []string
 	depth := -1
 	for k, vs := range h {
@@ -573,7 +583,37 @@ func encodeHeader(h nats.Header, t time.Time) nats.Header {
 		out[pre+HeaderRenamed] = []string{strings.Join(renamed, " ")}
 	}
 	out[pre+HeaderTime] = []string{t.UTC().Format(time.RFC3339Nano)}
+	if v := copyTTL(h, t, now, ttl); v != "" {
+		out[envelope.TTLHeader] = []string{v}
+	}
 	return out
+}
+
+// copyTTL is the Nats-TTL of the copy, published at now, of a message
+// stored at stored with header h, by mode; "" for none. remaining gives
+// what is left of the original's, rounded up to whole seconds, and at
+// least the server's least (1s) for one whose time is up (the server
+// removes it from the source any moment): the copy never goes before its
+// original, so a comparison never finds it gone from the target alone,
+// and jetctl's copy keeps every sequence, so it skips nothing. keep gives
+// the original's TTL again, counted from the copy's time; drop none (the
+// copy never expires).
+func copyTTL(h nats.Header, stored, now time.Time, mode envelope.TTLMode) string {
+	if mode == envelope.TTLDrop || len(h[envelope.TTLHeader]) == 0 {
+		return ""
+	}
+	st, err := envelope.TTLAt(h, stored, now)
+	switch {
+	case err != nil || !st.Has:
+		// None the server would act on: the copy has none either.
+		return ""
+	case st.Never:
+		return envelope.FormatTTL(0, true)
+	case mode == envelope.TTLKeep:
+		return envelope.FormatTTL(st.TTL, false)
+	}
+	left := (st.Deadline.Sub(now) + time.Second - 1) / time.Second * time.Second
+	return envelope.FormatTTL(max(left, time.Second), false)
 }
 
 // isExpectation says whether header name is a publish's expectation

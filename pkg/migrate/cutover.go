@@ -98,7 +98,7 @@ func (m *mover) strays(ctx context.Context) error {
 		if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return fmt.Errorf("stream %q: deleting the end marker at seq %d: %w", m.srcName, seq, err)
 		}
-		if t, err := m.dst.JS.Stream(ctx, m.dstName); err == nil {
+		if t, err := m.dst.JS.Stream(ctx, m.dstName); err == nil && m.seqs == nil {
 			_ = t.DeleteMsg(ctx, seq) // copied, or not: settle compares what is left
 		}
 	}
@@ -144,7 +144,7 @@ func (m *mover) seatAndPromote(ctx context.Context, st *state, outageStart time.
 		return nil, err
 	}
 	for _, c := range st.Consumers {
-		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
+		if err := m.seat(ctx, m.seatedPosition(c), tinfo.State.LastSeq); err != nil {
 			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", m.giveBack(ctx, st, err))
 		}
 	}
@@ -152,9 +152,10 @@ func (m *mover) seatAndPromote(ctx context.Context, st *state, outageStart time.
 	// The target takes the subjects (a mirror's is removed); the state
 	// stays until finish.
 	st.Phase = phasePromoted
-	st.Verified = &verifiedState{Digest: m.sum.Digest, Messages: m.sum.Messages, Bytes: m.sum.Bytes, FirstSeq: m.sum.FirstSeq, LastSeq: m.sum.LastSeq, Promoted: time.Now().UTC()}
+	st.Verified = &verifiedState{Digest: m.sum.Digest, Messages: m.sum.Messages, Bytes: m.sum.Bytes, FirstSeq: m.sum.FirstSeq, LastSeq: m.sum.LastSeq, Renumbered: !m.sum.SequencesKept, Promoted: time.Now().UTC()}
 	final := st.Final
 	final.Mirror = nil
+	final.Sources = nil  // the counter way's source of the source
 	final.Sealed = false // sealing, if declared, comes last
 	final.MirrorDirect = false
 	final, err = withState(final, st)
@@ -546,7 +547,7 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	final.Metadata = userMetadata(final.Metadata)
 	if !m.hop.lockHeld {
 		// A move of its own (not a hop of a replacement) leaves its mark.
-		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Bytes: m.sum.Bytes, Finished: time.Now().UTC()})
+		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Bytes: m.sum.Bytes, Renumbered: !m.sum.SequencesKept, Finished: time.Now().UTC()})
 		if err != nil {
 			return nil, err
 		}

@@ -176,10 +176,24 @@ func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64
 	}
 }
 
-// caughtUp says whether a mirror reports that it has copied everything
-// its origin holds: no lag, and heard from lately.
+// caughtUp says whether a mirror (or the counter way's sourced target)
+// reports that it has copied everything its origin holds: no lag, and
+// heard from lately.
 func caughtUp(ti *jetstream.StreamInfo) bool {
-	return ti.Mirror != nil && ti.Mirror.Error == nil && ti.Mirror.Lag == 0 && ti.Mirror.Active >= 0 && ti.Mirror.Active < time.Minute
+	mi := replication(ti)
+	return mi != nil && mi.Error == nil && mi.Lag == 0 && mi.Active >= 0 && mi.Active < time.Minute
+}
+
+// replication is how the target reads the source: its mirror, or the
+// counter way's one source; nil for neither.
+func replication(ti *jetstream.StreamInfo) *jetstream.StreamSourceInfo {
+	if ti.Mirror != nil {
+		return ti.Mirror
+	}
+	if len(ti.Sources) == 1 {
+		return ti.Sources[0]
+	}
+	return nil
 }
 
 // gone says whether seq is no longer in the source (its leader says so).
@@ -218,7 +232,7 @@ var mirrorErrorGrace = time.Minute
 // move: only once it has lasted mirrorErrorGrace. The first time it warns
 // on stderr that the move waits.
 func (w *copyWatch) mirrorError(ctx context.Context, ti *jetstream.StreamInfo, now time.Time) error {
-	mi := ti.Mirror
+	mi := replication(ti)
 	if mi == nil || mi.Error == nil {
 		w.errSince, w.warned = time.Time{}, false
 		return nil
@@ -253,7 +267,7 @@ func (w *copyWatch) poll(ctx context.Context) (*jetstream.StreamInfo, error) {
 	if err := w.mirrorError(ctx, ti, time.Now()); err != nil {
 		return nil, err
 	}
-	if mi := ti.Mirror; mi != nil && mi.Active < 0 && time.Since(w.start) > unheardFor {
+	if mi := replication(ti); mi != nil && mi.Active < 0 && time.Since(w.start) > unheardFor {
 		return nil, fmt.Errorf("%w: the mirror %q has not heard from %q in %s (through %q); the state is kept: delete %q to give up",
 			ErrUnreachable, m.dstName, m.srcName, unheardFor, cmp.Or(m.api, "the same server"), m.dstName)
 	}

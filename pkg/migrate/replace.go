@@ -46,6 +46,12 @@ func Migratable(old, new jetstream.StreamConfig) error {
 	if len(old.Sources) > 0 || len(new.Sources) > 0 {
 		return errors.New("sourced streams are not migrated yet")
 	}
+	if old.AllowMsgCounter != new.AllowMsgCounter {
+		// A counter's messages are its increments and totals; a plain
+		// stream's cannot become them, nor the other way round (the
+		// counter way sources: TestFactCounterSourced).
+		return errors.New("allow_msg_counter cannot change, not even by a migration")
+	}
 	return nil
 }
 

@@ -27,7 +27,8 @@ type state struct {
 	SourceAPI string `json:"source_api,omitempty"`
 	Phase     string `json:"phase"`
 	// Mechanism is "copy" when jetctl copies (no route between the
-	// servers, clientcopy.go), "" for a mirror.
+	// servers, clientcopy.go), "source" for a counter stream (counter.go),
+	// "" for a mirror.
 	Mechanism string `json:"mechanism,omitempty"`
 	// CopyPrefix is the subject prefix jetctl's copy publishes under when
 	// the target's server can reach the source's (a workqueue source): the
@@ -134,6 +135,8 @@ type verifiedState struct {
 	Bytes    uint64 `json:"bytes"`
 	FirstSeq uint64 `json:"first_seq"`
 	LastSeq  uint64 `json:"last_seq"`
+	// Renumbered: the counter way gave messages other sequences.
+	Renumbered bool `json:"renumbered,omitempty"`
 	// Promoted is when the target was given the subjects (the outage's
 	// end, as near as the request that does it).
 	Promoted time.Time `json:"promoted"`
@@ -151,8 +154,9 @@ type doneMark struct {
 	Mechanism string `json:"mechanism,omitempty"`
 	Digest    string `json:"digest,omitempty"`
 	// Bytes is the source's, as the move's summary said (Summary.Bytes).
-	Bytes    uint64    `json:"bytes,omitempty"`
-	Finished time.Time `json:"finished"`
+	Bytes      uint64    `json:"bytes,omitempty"`
+	Renumbered bool      `json:"renumbered,omitempty"`
+	Finished   time.Time `json:"finished"`
 }
 
 // sourceSnapshot is what the source held when the copy began: its first

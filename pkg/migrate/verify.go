@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -272,7 +273,7 @@ func (m *mover) recheck(ctx context.Context, seq uint64, exact bool) error {
 	if err != nil {
 		return err
 	}
-	tm, tIn, err := leaderMsg(ctx, m.dst.JS, m.dstName, seq)
+	tm, tIn, err := m.targetLeaderMsg(ctx, seq)
 	if err != nil {
 		return err
 	}
@@ -308,13 +309,37 @@ func leaderMsg(ctx context.Context, js jetstream.JetStream, stream string, seq u
 	return m, true, nil
 }
 
+// targetLeaderMsg reads the target's message of the source's seq from its
+// leader: the same sequence, or for the counter way the one paired with
+// it (none when none is).
+func (m *mover) targetLeaderMsg(ctx context.Context, seq uint64) (*envelope.Message, bool, error) {
+	if m.seqs != nil {
+		tseq, ok := m.seqs.target(seq)
+		if !ok {
+			return nil, false, nil
+		}
+		seq = tseq
+	}
+	return leaderMsg(ctx, m.dst.JS, m.dstName, seq)
+}
+
 // whatDiffers says what differs between a source message and the target's,
 // compared as the hashes compare them (the target's headers mapped back and
 // no timestamp for jetctl's copy): the subjects and timestamps, the names
 // of the headers, the payloads' sizes. Never header values or payloads.
 func (m *mover) whatDiffers(src, dst *envelope.Message) string {
-	withTime := m.sum == nil || m.sum.Mechanism != "copy"
-	if !withTime {
+	withTime := m.sum == nil || m.sum.Mechanism == "mirror"
+	switch {
+	case m.seqs != nil:
+		strip := func(e *envelope.Message) *envelope.Message {
+			h := maps.Clone(e.Header)
+			delete(h, headerStreamSource)
+			delete(h, headerCounterSources)
+			delete(h, headerIncr)
+			return &envelope.Message{Subject: e.Subject, Header: h, Data: e.Data}
+		}
+		src, dst = strip(src), strip(dst)
+	case !withTime:
 		dst = &envelope.Message{Subject: dst.Subject, Header: DecodeHeader(dst.Header), Data: dst.Data}
 	}
 	var parts []string
@@ -448,6 +473,9 @@ func timedHash(m *envelope.Message) uint64 { return hashMsg(m, true) }
 // hashed: with the timestamp for a mirror; for jetctl's copy, without it
 // and with the target's headers mapped back (clientcopy.go).
 func (m *mover) hasher(src bool) func(*envelope.Message) uint64 {
+	if m.seqs != nil {
+		return counterHash
+	}
 	if m.sum == nil || m.sum.Mechanism != "copy" {
 		return timedHash
 	}
