@@ -112,7 +112,7 @@ func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
 				// (envelope.CmdCopy's Nats-Incr: refuse).
 				return fmt.Errorf("%w: stream %q is a counter stream: jetctl does not copy one message by message (each copy would be applied again as an increment); a counter stream moves between servers that reach each other (one leaf node connection between their JetStream domains), by sourcing", ErrInvalid, m.srcName)
 			}
-			_, err := copyConfig(final, si, m.dstName, m.copyPrefix)
+			_, err := copyConfig(final, si, m.dstName, m.copyPrefix, nil)
 			return err
 		},
 		create:  m.createCopy,
@@ -127,8 +127,12 @@ func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
 // transforms, republish, interest retention, no-ack). With a prefix (the
 // servers reach each other, so the source's subjects cannot be the
 // target's yet) it listens on prefix.> instead of the source's subjects
-// and a subject transform takes the prefix off what it stores.
-func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, prefix string) (jetstream.StreamConfig, error) {
+// and a subject transform takes the prefix off what it stores. Without,
+// it listens on outside too: the subjects the source holds messages on
+// that its own subjects do not cover (stored when it sourced others, or
+// by a transform), which a copy is published to as well; the final config
+// leaves them out again.
+func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, prefix string, outside []string) (jetstream.StreamConfig, error) {
 	c, err := mirrorConfig(final, si.Config.Name, "")
 	if err != nil {
 		return c, err
@@ -138,7 +142,7 @@ func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, 
 	if len(subjects) == 0 {
 		subjects = []string{si.Config.Name}
 	}
-	c.Subjects = append(slices.Clone(subjects), PlaceholderSubject(target))
+	c.Subjects = append(append(slices.Clone(subjects), outside...), PlaceholderSubject(target))
 	if prefix != "" {
 		c.Subjects = []string{prefix + ".>", PlaceholderSubject(target)}
 		c.SubjectTransform = &jetstream.SubjectTransformConfig{Source: prefix + ".>", Destination: ">"}
@@ -161,7 +165,14 @@ func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, 
 func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetstream.Stream, *state, error) {
 	final := m.finalConfig(si)
 	st := &state{Source: m.srcName, Phase: phaseCopying, Mechanism: mechanismCopy, CopyPrefix: m.copyPrefix, Final: final, SourceSubjects: si.Config.Subjects}
-	cc, err := copyConfig(final, si, m.dstName, m.copyPrefix)
+	var outside []string
+	if m.copyPrefix == "" {
+		var err error
+		if outside, err = m.subjectsOutside(ctx, si); err != nil {
+			return nil, nil, err
+		}
+	}
+	cc, err := copyConfig(final, si, m.dstName, m.copyPrefix, outside)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,6 +187,34 @@ func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetst
 		return nil, nil, fmt.Errorf("creating %q: %w", m.dstName, err)
 	}
 	return t, st, nil
+}
+
+// maxOutside bounds the subjects outside its own that a source may hold
+// for jetctl's copy to listen on them.
+const maxOutside = 1000
+
+// subjectsOutside lists the subjects the source holds messages on that its
+// subjects do not cover.
+func (m *mover) subjectsOutside(ctx context.Context, si *jetstream.StreamInfo) ([]string, error) {
+	own := si.Config.Subjects
+	if len(own) == 0 {
+		own = []string{si.Config.Name}
+	}
+	counts, err := subjectCounts(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for subj := range counts {
+		if !streamread.SubjectMatchesAny(own, subj) {
+			out = append(out, subj)
+		}
+	}
+	if len(out) > maxOutside {
+		return nil, fmt.Errorf("%w: stream %q holds messages on %d subjects outside its own (stored when it sourced others, say): jetctl's copy publishes each message to its subject, and listens on at most %d of them", ErrInvalid, m.srcName, len(out), maxOutside)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // copyLive copies what the source holds and compares the copy with it;
@@ -486,11 +525,7 @@ func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st
 	if err != nil {
 		return nil, err
 	}
-	// What left the source first: strays removes jetctl's own markers.
-	if err := m.vanished(ctx, st); err != nil {
-		return nil, m.giveBack(ctx, st, err)
-	}
-	if err := m.strays(ctx); err != nil {
+	if err := m.checkHeld(ctx, st); err != nil {
 		return nil, m.giveBack(ctx, st, err)
 	}
 	sfinal, deleted, err := m.copySettle(ctx)
@@ -679,10 +714,10 @@ func DecodeHeader(h nats.Header) nats.Header {
 
 // sourceHash hashes a message of the source for the copy's verification:
 // subject, headers and payload, not the time.
-func sourceHash(m *envelope.Message) uint64 { return hashMsg(m, false) }
+func sourceHash(m *envelope.Message) uint64 { return hashMsg(m, copiedHash) }
 
 // copyHash hashes a message of the target, jetctl's copy, as sourceHash
 // hashes its original: the headers mapped back.
 func copyHash(m *envelope.Message) uint64 {
-	return hashMsg(&envelope.Message{Subject: m.Subject, Header: DecodeHeader(m.Header), Data: m.Data}, false)
+	return hashMsg(&envelope.Message{Subject: m.Subject, Header: DecodeHeader(m.Header), Data: m.Data}, copiedHash)
 }

@@ -277,7 +277,7 @@ func counterHash(msg *envelope.Message) uint64 {
 		delete(h, headerCounterSources)
 		delete(h, headerIncr)
 	}
-	return hashMsg(&envelope.Message{Subject: msg.Subject, Header: h, Data: msg.Data}, false)
+	return hashMsg(&envelope.Message{Subject: msg.Subject, Header: h, Data: msg.Data}, sourcedHash)
 }
 
 // counterCutover holds the source, lets the target source its last
@@ -290,7 +290,7 @@ func (m *mover) counterCutover(ctx context.Context, tinfo *jetstream.StreamInfo,
 	if err != nil {
 		return nil, err
 	}
-	if err := m.strays(ctx); err != nil {
+	if err := m.checkHeld(ctx, st); err != nil {
 		return nil, m.giveBack(ctx, st, err)
 	}
 	sinfo, deleted, err := m.sourceDeleted(ctx)

@@ -1897,3 +1897,151 @@ func sourcingConsumer(t *testing.T, js jetstream.JetStream, origin string, wait 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A sourcing stream's info says, per source, the last sequence of the
+// source it stored (seq), which stays once the source is deleted. A stream
+// deleted and made again under its name (as apply --migrate does) is
+// sourced again from its start: the sourcing stream stores every message
+// of the new one, those it had already included (the server sees the
+// stream's identity change and starts over).
+func TestFactSourceOfRecreatedStreamStartsOver(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	cfg := jetstream.StreamConfig{Name: "X", Subjects: []string{"x.>"}}
+	if _, err := js.CreateStream(ctx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	d, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "DOWN", Sources: []*jetstream.StreamSource{{Name: "X"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "x.a", 10)
+	waitMirror(t, d, 10)
+	sourced := func() uint64 {
+		t.Helper()
+		si := streamInfo(t, js, "DOWN")
+		if len(si.Sources) != 1 {
+			t.Fatalf("DOWN's sources: %+v", si.Sources)
+		}
+		return si.Sources[0].Seq
+	}
+	if got := sourced(); got != 10 {
+		t.Fatalf("DOWN's source seq %d, want 10", got)
+	}
+	if err := js.DeleteStream(ctx(t), "X"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sourced(); got != 10 {
+		t.Fatalf("the source deleted: DOWN's source seq %d, want 10", got)
+	}
+	if _, err := js.CreateStream(ctx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "x.a", 10)
+	deadline := time.Now().Add(time.Minute)
+	for streamInfo(t, js, "DOWN").State.Msgs < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("DOWN holds %d messages a minute after X was made again with 10, want 20", streamInfo(t, js, "DOWN").State.Msgs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := streamInfo(t, js, "DOWN").State.Msgs; got != 20 {
+		t.Fatalf("DOWN holds %d messages, want 20: the new X's 10 from its start", got)
+	}
+}
+
+// A counter stream sourcing counter streams keeps each source's last total
+// under its name (Nats-Counter-Sources): pointed from one source to
+// another that has the same totals (a migrated copy of it, say), it adds
+// the new one's totals again on top, from zero.
+func TestFactCounterSourceRenamedCountsAgain(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	for _, name := range []string{"C", "C2"} {
+		if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, AllowMsgCounter: true,
+			SubjectTransform: &jetstream.SubjectTransformConfig{Source: strings.ToLower(name) + ".>", Destination: "c.>"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx(t), &nats.Msg{Subject: strings.ToLower(name) + ".a", Header: nats.Header{"Nats-Incr": {"5"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "D", AllowMsgCounter: true, Sources: []*jetstream.StreamSource{{Name: "C"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, d, 1)
+	total := func() string {
+		t.Helper()
+		m, err := d.GetLastMsgForSubject(ctx(t), "c.a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(m.Data)
+	}
+	if got := total(); got != `{"val":"5"}` {
+		t.Fatalf("D's c.a: %s", got)
+	}
+	dc := streamInfo(t, js, "D").Config
+	dc.Sources = []*jetstream.StreamSource{{Name: "C2", OptStartSeq: 2}}
+	if _, err := js.UpdateStream(ctx(t), dc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx(t), &nats.Msg{Subject: "c2.a", Header: nats.Header{"Nats-Incr": {"1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, d, 2)
+	if got := total(); got != `{"val":"11"}` {
+		t.Fatalf("D's c.a after sourcing C2 (total 6) from its next increment: %s, want 11 (5 from C, 6 from C2)", got)
+	}
+}
+
+// The server stores an atomic batch's messages with their Nats-Batch-*
+// headers, and drops them from what a mirror copies and a stream sources
+// (batching is not carried over), as it drops Nats-Expected-*: a mirror's
+// and a sourced copy's headers differ from the origin's by them.
+func TestFactMirrorDropsBatchHeaders(t *testing.T) {
+	js := embeddedtest.JetStream(t)
+	s, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "AT", Subjects: []string{"at.>"}, AllowAtomicPublish: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := js.Conn()
+	if err := nc.PublishMsg(&nats.Msg{Subject: "at.a", Header: nats.Header{"Nats-Batch-Id": {"b1"}, "Nats-Batch-Sequence": {"1"}, "App": {"x"}}, Data: []byte("one")}); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := nc.RequestMsg(&nats.Msg{Subject: "at.a", Header: nats.Header{"Nats-Batch-Id": {"b1"}, "Nats-Batch-Sequence": {"2"}, "Nats-Batch-Commit": {"1"}}, Data: []byte("two")}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(reply.Data), `"seq":2`) {
+		t.Fatalf("the batch's commit: %s", reply.Data)
+	}
+	if m, err := s.GetMsg(ctx(t), 1); err != nil || m.Header.Get("Nats-Batch-Id") != "b1" {
+		t.Fatalf("the origin stores seq 1 with %v (%v), want Nats-Batch-Id b1", m, err)
+	}
+	m, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "M", Mirror: &jetstream.StreamSource{Name: "AT"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "S", Sources: []*jetstream.StreamSource{{Name: "AT"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, m, 2)
+	waitMirror(t, src, 2)
+	for _, c := range []jetstream.Stream{m, src} {
+		for seq := uint64(1); seq <= 2; seq++ {
+			got, err := c.GetMsg(ctx(t), seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range got.Header {
+				if strings.HasPrefix(k, "Nats-Batch-") {
+					t.Fatalf("%s seq %d keeps %s: %v", c.CachedInfo().Config.Name, seq, k, got.Header)
+				}
+			}
+			if seq == 1 && got.Header.Get("App") != "x" {
+				t.Fatalf("%s seq 1: %v, want the other headers kept", c.CachedInfo().Config.Name, got.Header)
+			}
+		}
+	}
+}

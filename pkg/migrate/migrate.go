@@ -133,6 +133,11 @@ type Summary struct {
 	// headers, payload, timestamp), in the order compared.
 	Digest  string `json:"digest,omitempty"`
 	Cutover bool   `json:"cutover"`
+	// Downstreams are the streams that source or mirror the source: the
+	// move leaves them as they are, and a cutover deletes what they read
+	// (downstream.go). After a cutover each says from which sequence of
+	// the target to source.
+	Downstreams []Downstream `json:"downstreams,omitempty"`
 	// DLQ is the source's DLQ when a cutover moves the stream to another
 	// name: it moves along (what a dry run would do, what a run did).
 	DLQ *dlq.MovePlan `json:"dlq,omitempty"`

@@ -337,6 +337,10 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 			for _, c := range cs {
 				m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Name, AckFloor: c.AckFloor.Stream, Pending: c.NumAckPending})
 			}
+			if m.sum.Downstreams, err = m.findDownstreams(ctx); err != nil {
+				return nil, err
+			}
+			m.explain(m.sum.Downstreams, false, m.finalConfig(sinfo))
 		}
 		return m.sum, nil
 	}

@@ -48,6 +48,9 @@ type state struct {
 	SourceDirectOff bool `json:"source_direct_off,omitempty"`
 	// Consumers are the source's durables as the cutover found them.
 	Consumers []savedConsumer `json:"consumers,omitempty"`
+	// Downstreams are the streams that read the source, as the cutover
+	// found them (downstream.go).
+	Downstreams []Downstream `json:"downstreams,omitempty"`
 	// OutageStart is when the source's subjects were taken off it.
 	OutageStart time.Time `json:"outage_start,omitzero"`
 	// Snapshot is what a workqueue or interest source held when the copy
