@@ -186,7 +186,8 @@ func (m *mover) waitSourced(ctx context.Context, phase string, want uint64, ever
 			return nil, err
 		}
 		if last >= want {
-			return ti, nil
+			// Its info again: it was read before the last message was.
+			return streamInfo(ctx, m.dst.JS, m.dstName)
 		}
 		if caughtUp(ti) {
 			idle++
@@ -196,7 +197,10 @@ func (m *mover) waitSourced(ctx context.Context, phase string, want uint64, ever
 		if idle >= 2 {
 			// Caught up short of want: want may have left the source.
 			if gone, err := m.gone(ctx, want); err != nil || gone {
-				return ti, err
+				if err != nil {
+					return nil, err
+				}
+				return streamInfo(ctx, m.dst.JS, m.dstName)
 			}
 		}
 		if err := retry.Sleep(ctx, every); err != nil {
