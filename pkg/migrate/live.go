@@ -82,6 +82,9 @@ func (m *mover) finishCopy(ctx context.Context) (*Summary, error) {
 	m.sum.Messages, m.sum.Bytes = si.State.Msgs, si.State.Bytes
 	m.sum.FirstSeq, m.sum.LastSeq = si.State.FirstSeq, si.State.LastSeq
 	m.sum.Verified = true
+	if m.seqs != nil {
+		m.sum.SequencesKept = !m.seqs.renumbered()
+	}
 	if m.sum.Downstreams, err = m.findDownstreams(ctx); err != nil {
 		return nil, err
 	}

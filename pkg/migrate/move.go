@@ -304,8 +304,12 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 		m.sum.Messages, m.sum.Bytes = sinfo.State.Msgs, sinfo.State.Bytes
 		m.sum.FirstSeq, m.sum.LastSeq = sinfo.State.FirstSeq, sinfo.State.LastSeq
 	}
-	if m.cfg.TTL != envelope.TTLRemaining && w.mechanism != mechanismCopy {
-		return nil, fmt.Errorf("%w: --ttl %s is for jetctl's copy, and stream %q moves by %s: the target keeps each message's Nats-TTL as the source stored it (it expires when the original would)", ErrInvalid, m.cfg.TTL, m.srcName, map[string]string{"": "a mirror", mechanismSource: "sourcing"}[w.mechanism])
+	switch {
+	case m.cfg.TTL == envelope.TTLRemaining || w.mechanism == mechanismCopy:
+	case w.mechanism == mechanismSource:
+		return nil, fmt.Errorf("%w: --ttl %s is for jetctl's copy, and stream %q, a counter stream (which has no TTLs), moves by sourcing", ErrInvalid, m.cfg.TTL, m.srcName)
+	default:
+		return nil, fmt.Errorf("%w: --ttl %s is for jetctl's copy, and stream %q moves by a mirror: the target keeps each message's Nats-TTL as the source stored it (it expires when the original would)", ErrInvalid, m.cfg.TTL, m.srcName)
 	}
 	if st == nil {
 		final := m.finalConfig(sinfo)
