@@ -251,13 +251,23 @@ func read(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig, p par
 		case p.direct:
 			reader = streamread.ReaderDirect
 		}
+		var recovered *recoveries
+		if p.stream == recorder.Stream {
+			recovered = newRecoveries(js)
+		}
 		sc := streamread.Config{Stream: p.stream, FromSeq: p.first, ToSeq: p.last, FromTime: cfg.From, ToTime: cfg.To,
 			Subjects: p.filters, Reader: reader, Follow: p.follow, New: cfg.New && p.follow}
 		r, err := streamread.Resolve(ctx, js, sc)
 		if err == nil {
 			err = streamread.Read(ctx, js, r, func(m *envelope.Message) error {
 				e, ok := Decode(m)
-				if !ok || !cfg.keeps(e) {
+				if !ok {
+					return nil
+				}
+				if recovered != nil {
+					recovered.see(ctx, e)
+				}
+				if !cfg.keeps(e) {
 					return nil
 				}
 				cur = append(cur, e)
