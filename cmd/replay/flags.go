@@ -30,13 +30,16 @@ func (o *options) validate() error {
 	if (o.ttl != "" || o.markers != "") && o.to == "" {
 		return exitcode.UsageErrorf("--ttl and --markers need --to SUBJECT: a dump keeps every header as stored")
 	}
+	// Empty is the default: remaining, and markers skipped unless the
+	// target is a KV bucket's stream (replay.MarkersAuto).
+	var err error
 	if o.ttl != "" {
-		if _, err := envelope.ParseTTLMode(o.ttl); err != nil {
+		if o.ttlMode, err = envelope.ParseTTLMode(o.ttl); err != nil {
 			return exitcode.UsageErrorf("%v", err)
 		}
 	}
 	if o.markers != "" {
-		if _, err := replay.ParseMarkersMode(o.markers); err != nil {
+		if o.markersMode, err = replay.ParseMarkersMode(o.markers); err != nil {
 			return exitcode.UsageErrorf("%v", err)
 		}
 	}
@@ -100,15 +103,8 @@ func (o *options) config(ctx context.Context, f *factory.Factory, stream string)
 		MaxGap:         o.maxGap,
 	}
 	if o.to != "" {
-		cfg.Publish = &replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, MaxInFlight: o.maxInFlight, OnConnection: connectionNotice(f)}
-		// Checked by validate; empty is the default (remaining, and
-		// markers skipped unless the target is a KV bucket's stream).
-		if o.ttl != "" {
-			cfg.Publish.TTL, _ = envelope.ParseTTLMode(o.ttl)
-		}
-		if o.markers != "" {
-			cfg.Publish.Markers, _ = replay.ParseMarkersMode(o.markers)
-		}
+		cfg.Publish = &replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, TTL: o.ttlMode, Markers: o.markersMode,
+			MaxInFlight: o.maxInFlight, OnConnection: connectionNotice(f)}
 	}
 	return cfg, nil
 }

@@ -30,7 +30,9 @@ type options struct {
 	noProvenance bool
 	newMsgID     bool
 	ttl          string
+	ttlMode      envelope.TTLMode
 	markers      string
+	markersMode  replay.MarkersMode
 	toFile       string
 	fromFile     string
 	raw          bool
