@@ -168,7 +168,7 @@ var HeaderTable = []HeaderRule{
 			c(TTL, "what is left of it; a dead letter whose TTL has passed is skipped and reported unless --include-expired (then the original TTL)"),
 			c(Read, "a key's TTL"),
 		},
-		Facts: []string{"TestFactTTLExpiresFromStoredTime", "TestFactTTLRefusedUnderOneSecond", "TestFactTTLRefusedWithoutAllowMsgTTL"},
+		Facts: []string{"TestFactTTLExpiresFromStoredTime", "TestFactTTLRefusedUnderOneSecond", "TestFactTTLRefusedWithoutAllowMsgTTL", "TestFactRenamedTTLNeverExpires", "TestFactSourcedTTLKeptWithoutAllowMsgTTL"},
 	},
 	{
 		Name:   "Nats-Marker-Reason",
@@ -182,7 +182,7 @@ var HeaderTable = []HeaderRule{
 			c(Keep, ""),
 			c(Read, "a marker is a DEL (Remove) or PURGE (MaxAge, Purge), as nats.go reads it"),
 		},
-		Facts: []string{"TestFactMarkerReasonStoredVerbatim"},
+		Facts: []string{"TestFactMarkerReasonStoredVerbatim", "TestFactServerMarkerHeaders", "TestFactKVReadsCopiedMarkerAsDelete"},
 	},
 	{
 		Name:   "Nats-Incr",
@@ -196,7 +196,7 @@ var HeaderTable = []HeaderRule{
 			c(Refuse, "a dead letter of a counter stream is refused before anything is sent: the increment was applied"),
 			kvKeep,
 		},
-		Facts: []string{"TestFactCounterNeedsIncr"},
+		Facts: []string{"TestFactCounterNeedsIncr", "TestFactCounterRefusesCopies"},
 	},
 	{
 		Name:   "Nats-Counter-Sources",
