@@ -228,9 +228,11 @@ func TestFactPinnedClientGoneHoldsGroup(t *testing.T) {
 		}
 		done <- got
 	}()
-	ci := waitInfo(t, ctx, st, "workers", "a pull waiting", func(ci *jetstream.ConsumerInfo) bool { return ci.NumWaiting >= 1 })
-	if ci.NumPending != 1 || ci.PriorityGroups[0].PinnedClientID != pins["workers"] {
-		t.Errorf("while B waits: num_pending %d, pinned %q; want 1 and A's %q", ci.NumPending, ci.PriorityGroups[0].PinnedClientID, pins["workers"])
+	ci := waitInfo(t, ctx, st, "workers", "a pull waiting with 1 unprocessed", func(ci *jetstream.ConsumerInfo) bool {
+		return ci.NumWaiting >= 1 && ci.NumPending == 1
+	})
+	if ci.PriorityGroups[0].PinnedClientID != pins["workers"] {
+		t.Errorf("while B waits: pinned %q, want A's %q", ci.PriorityGroups[0].PinnedClientID, pins["workers"])
 	}
 	if <-done {
 		t.Fatal("B got a message while the group was pinned to A, who is gone")
@@ -401,9 +403,12 @@ func TestFactOverflowBelowMinPendingWaits(t *testing.T) {
 		}
 		done <- got
 	}()
-	ci := waitInfo(t, ctx, st, "overflow", "a pull waiting", func(ci *jetstream.ConsumerInfo) bool { return ci.NumWaiting == 1 })
-	if ci.NumPending != 3 || ci.Delivered.Consumer != 0 {
-		t.Errorf("while the pull waits: num_pending %d, delivered %d; want 3 and 0", ci.NumPending, ci.Delivered.Consumer)
+	// (num_pending follows the stream a moment after the publishes.)
+	ci := waitInfo(t, ctx, st, "overflow", "a pull waiting with 3 unprocessed", func(ci *jetstream.ConsumerInfo) bool {
+		return ci.NumWaiting == 1 && ci.NumPending == 3
+	})
+	if ci.Delivered.Consumer != 0 {
+		t.Errorf("while the pull waits: delivered %d, want 0", ci.Delivered.Consumer)
 	}
 	if len(ci.PriorityGroups) != 1 || ci.PriorityGroups[0] != (jetstream.PriorityGroupState{Group: "jobs"}) {
 		t.Errorf("priority_groups %+v, want [{jobs}]", ci.PriorityGroups)
@@ -561,5 +566,52 @@ func waitReplication(t *testing.T, ctx context.Context, js jetstream.JetStream, 
 			t.Fatalf("%s lists no consumer of %s after 10s", origin, reader)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The server (2.11–2.15) keeps one pin per consumer, whatever the group:
+// a client pinned through the first group holds the others too (a pull
+// in another group waits), the info reports the pin under the first
+// group, and unpinning any of the consumer's groups clears it.
+func TestFactOnePinPerConsumer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, connect := factServer(t)
+	_, js := connect()
+	st := pinnedConsumer(t, ctx, js, time.Hour, "jobs", "other")
+	publish(t, ctx, js, 1)
+	_, jsA := connect()
+	a, err := jsA.Consumer(ctx, "JOBS", "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinA, got := fetchOne(t, a, 5*time.Second, jetstream.FetchPriorityGroup("jobs"))
+	if !got || pinA == "" {
+		t.Fatalf("A: got %v, pin %q", got, pinA)
+	}
+	publish(t, ctx, js, 1)
+	_, jsB := connect()
+	b, err := jsB.Consumer(ctx, "JOBS", "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got := fetchOne(t, b, 500*time.Millisecond, jetstream.FetchPriorityGroup("other")); got {
+		t.Fatal("a pull in group other got a message while jobs is pinned to A")
+	}
+	if g := info(t, ctx, st, "workers").PriorityGroups; len(g) != 1 || g[0].Group != "jobs" || g[0].PinnedClientID != pinA {
+		t.Fatalf("priority_groups %+v, want jobs pinned to A", g)
+	}
+	if err := st.UnpinConsumer(ctx, "workers", "other"); err != nil {
+		t.Fatal(err)
+	}
+	if g := info(t, ctx, st, "workers").PriorityGroups; g[0].PinnedClientID != "" {
+		t.Fatalf("after unpinning group other: %+v, want no pin", g)
+	}
+	pinB, got := fetchOne(t, b, 5*time.Second, jetstream.FetchPriorityGroup("other"))
+	if !got || pinB == "" || pinB == pinA {
+		t.Fatalf("B in group other: got %v, pin %q", got, pinB)
+	}
+	if g := info(t, ctx, st, "workers").PriorityGroups; len(g) != 1 || g[0].Group != "jobs" || g[0].PinnedClientID != pinB {
+		t.Errorf("priority_groups %+v, want B's pin reported under jobs", g)
 	}
 }
