@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 // Priority groups (nats-server 2.11+): a pull consumer with a priority
@@ -178,17 +181,17 @@ func (ev *evaluation) pinnedClientGone() {
 		"priority_timeout_seconds": *s.PriorityTimeoutSeconds, "num_pending": ci.NumPending, "num_waiting": ci.NumWaiting,
 		"inactive_after_seconds": ev.t.Inactive.Seconds()}
 	if g.PinnedSince != nil {
-		since = g.PinnedSince.Format(time.RFC3339)
-		pinnedFor = fmt.Sprintf(" since %s (%s)", since, ShortDuration(time.Duration(*g.PinnedSeconds*float64(time.Second))))
+		since = g.PinnedSince.Format(time.RFC3339Nano)
+		pinnedFor = fmt.Sprintf(" since %s (%s)", g.PinnedSince.Format(time.RFC3339), ShortDuration(time.Duration(*g.PinnedSeconds*float64(time.Second))))
 		evidence["pinned_since"], evidence["pinned_seconds"] = since, *g.PinnedSeconds
 	}
 	others := "no other client is pulling"
 	if ci.NumWaiting > 0 {
-		others = fmt.Sprintf("%d pulls wait for it to let go", ci.NumWaiting)
+		others = english.Plural(ci.NumWaiting, "pull waits", "pulls wait") + " for it to let go"
 	}
 	ev.add(FindingPinnedClientGone,
 		fmt.Sprintf("group %s is pinned to client %s%s, which has taken nothing for %s while %d messages wait (%s): the server delivers to nobody else until it has not pulled for priority_timeout (%s)",
-			g.Group, g.PinnedClientID, pinnedFor, ShortDuration(waited), ci.NumPending, others, ShortDuration(timeout)),
+			g.Group, g.PinnedClientID, pinnedFor, ShortDuration(waited), ci.NumPending, others, units.FormatDuration(timeout)),
 		UnpinCommand(s.Stream, s.Consumer, g.Group), evidence)
 }
 
@@ -222,8 +225,8 @@ func (ev *evaluation) overflowNotReached() {
 		groups[i] = g.Group
 	}
 	ev.add(FindingOverflowNotReached,
-		fmt.Sprintf("%d pulls wait and %d messages wait, yet nothing was delivered for %s: the waiting pulls ask for a backlog (min_pending or min_ack_pending) above what the consumer has (%d unprocessed, %d awaiting an ack), and no pull without a threshold is waiting",
-			ci.NumWaiting, ci.NumPending, ShortDuration(waited), ci.NumPending, ci.NumAckPending),
+		fmt.Sprintf("%s and %d messages wait, yet nothing was delivered for %s: the waiting pulls ask for a backlog (min_pending or min_ack_pending) above what the consumer has (%d unprocessed, %d awaiting an ack), and no pull without a threshold is waiting",
+			english.Plural(ci.NumWaiting, "pull", "pulls"), ci.NumPending, ShortDuration(waited), ci.NumPending, ci.NumAckPending),
 		fmt.Sprintf("jetctl consumer wait %s %s --caught-up --wait 10m", s.Stream, s.Consumer),
 		map[string]any{"groups": groups, "num_waiting": ci.NumWaiting, "num_pending": ci.NumPending, "ack_pending": ci.NumAckPending,
 			"undelivered_seconds": *g.UndeliveredSeconds, "inactive_after_seconds": ev.t.Inactive.Seconds()})
