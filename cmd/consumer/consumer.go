@@ -51,7 +51,7 @@ fields.`,
   jetctl consumer explain ORDERS billing --exit-code -o json
   jetctl consumer rewind ORDERS projector --to-start --dry-run
   jetctl consumer pause ORDERS billing --for 10m
-  jetctl consumer unpin ORDERS workers --group jobs --dry-run`,
+  jetctl consumer unpin JOBS workers --group jobs --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}

@@ -43,9 +43,9 @@ consumer's groups clears it.
 pinned, changing nothing. A consumer with no client pinned is left as it
 is. Needs --yes when not run in a terminal. An unknown stream, consumer or
 group exits 3.`,
-		Example: `  jetctl consumer unpin ORDERS workers --group jobs --dry-run
-  jetctl consumer unpin ORDERS workers --group jobs --yes
-  jetctl consumer unpin ORDERS workers --group jobs --yes -o json`,
+		Example: `  jetctl consumer unpin JOBS workers --group jobs --dry-run
+  jetctl consumer unpin JOBS workers --group jobs --yes
+  jetctl consumer unpin JOBS workers --group jobs --yes -o json`,
 		Args:              streamConsumerArgs,
 		ValidArgsFunction: completeStreamConsumer(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
