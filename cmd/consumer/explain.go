@@ -76,7 +76,7 @@ A consumer with priority groups (nats-server 2.11+) has each group listed
 with the client it is pinned to and since when; a stuck pin is freed with
 "jetctl consumer unpin".
 
-A healthy consumer gets one line. It only reads: nothing is consumed,
+A healthy consumer gets one line (and its priority groups). It only reads: nothing is consumed,
 acknowledged or changed. --exit-code exits 8 when a finding at warning or
 above is present (as kv diff --exit-code does), so it can gate a deploy.
 -o json lists the findings ([] when there are none).`,
@@ -198,11 +198,7 @@ func writeGroups(w io.Writer, s *pkgconsumer.State) {
 	for _, g := range s.PriorityGroups {
 		pin := "not pinned"
 		if g.PinnedClientID != "" {
-			pin = "pinned to client " + g.PinnedClientID
-			if g.PinnedSince != nil && g.PinnedSeconds != nil {
-				pin += fmt.Sprintf(" since %s (%s)", g.PinnedSince.UTC().Format(time.RFC3339),
-					pkgconsumer.ShortDuration(time.Duration(*g.PinnedSeconds*float64(time.Second))))
-			}
+			pin = "pinned to client " + g.PinnedClientID + " " + pinnedSince(g.PinnedSince, g.PinnedSeconds)
 		}
 		fmt.Fprintf(w, "  %-16s  %s\n", output.Escape(g.Group), output.Escape(pin))
 	}

@@ -109,14 +109,18 @@ func runUnpin(ctx context.Context, f *factory.Factory, o *unpinOptions, stream, 
 	return nil
 }
 
-// pinnedText is "since 2026-11-30T06:00:00Z (5m12s)", or "" when the
-// server gave no time.
 func pinnedText(r *pkgconsumer.UnpinResult) string {
-	if r.PinnedSince == nil || r.PinnedSeconds == nil {
+	return pinnedSince(r.PinnedSince, r.PinnedSeconds)
+}
+
+// pinnedSince says since when a client has been pinned and for how long:
+// "since 2026-11-30T06:00:00Z (5m12s)", the same in explain and unpin.
+func pinnedSince(since *time.Time, seconds *float64) string {
+	if since == nil || seconds == nil {
 		return "since an unknown time"
 	}
-	return fmt.Sprintf("since %s (%s)", r.PinnedSince.UTC().Format(time.RFC3339),
-		pkgconsumer.ShortDuration(time.Duration(*r.PinnedSeconds*float64(time.Second))))
+	return fmt.Sprintf("since %s (%s)", since.UTC().Format(time.RFC3339),
+		pkgconsumer.ShortDuration(time.Duration(*seconds*float64(time.Second))))
 }
 
 func policyText(p string) string {
