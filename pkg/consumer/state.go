@@ -89,6 +89,21 @@ type State struct {
 	// Leader is the server leading the consumer; "" when it has none or
 	// the server did not say.
 	Leader string `json:"leader"`
+	// PriorityPolicy is the consumer's priority policy (nats-server
+	// 2.11+): pinned_client, overflow or prioritized; "" for none.
+	PriorityPolicy string `json:"priority_policy"`
+	// PriorityTimeoutSeconds is, with pinned_client, how long the server
+	// keeps a group pinned to a client that stopped pulling
+	// (priority_timeout); nil otherwise.
+	PriorityTimeoutSeconds *float64 `json:"priority_timeout_seconds"`
+	// PriorityGroups are the consumer's priority groups, each with its
+	// pinned client and how long it has been pinned; [] when none.
+	PriorityGroups []PriorityGroup `json:"priority_groups"`
+	// Replication is set for a server-owned consumer, the one through
+	// which a mirror or a sourcing stream reads this stream: it is shown
+	// as replication and never judged like a worker's (its health is
+	// replication); nil for every other consumer.
+	Replication *Replication `json:"replication"`
 	// Health is the one-word health, the word of the most urgent
 	// finding; HealthReason is that finding's summary ("" for ok).
 	Health       Health `json:"health"`
@@ -215,6 +230,8 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 		t := *cfg.PauseUntil
 		s.PausedUntil = &t
 	}
+	s.setPriority(info)
+	s.Replication = replicationOf(cfg)
 	if info.Cluster != nil {
 		s.Leader = info.Cluster.Leader
 		// A clustered consumer (it has replicas or a raft group) with no
@@ -245,7 +262,7 @@ func (s *State) setLag(seq uint64, at time.Time) {
 // missingState is a consumer the cluster knows of but whose state no
 // leader reported.
 func missingState(stream, name string, now time.Time) *State {
-	return &State{Stream: stream, Consumer: name, FilterSubjects: []string{}, NoLeader: true, Time: now}
+	return &State{Stream: stream, Consumer: name, FilterSubjects: []string{}, PriorityGroups: []PriorityGroup{}, NoLeader: true, Time: now}
 }
 
 func later(a, b *time.Time) *time.Time {
@@ -269,6 +286,9 @@ func ackPolicy(p jetstream.AckPolicy) string {
 		return "none"
 	case jetstream.AckAllPolicy:
 		return "all"
+	case jetstream.AckFlowControlPolicy:
+		// A replication consumer's (2.14+): acknowledged by flow control.
+		return "flow_control"
 	}
 	return "explicit"
 }

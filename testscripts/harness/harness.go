@@ -104,6 +104,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"scrape-until":    cmdScrapeUntil,
 		"every-header":    cmdEveryHeader,
 		"counter-stream":  cmdCounterStream,
+		"priority-client": cmdPriorityClient,
+		"repl-durable":    cmdReplDurable,
 	}
 }
 
