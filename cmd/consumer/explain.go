@@ -146,6 +146,7 @@ func writeExplanation(w io.Writer, res *pkgconsumer.Explanation) {
 		ci := res.Info
 		fmt.Fprintf(w, "%s: healthy: %d unprocessed, %d ack pending, %d redelivered, ack floor at seq %d\n",
 			name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.AckFloor.Stream)
+		writeLastAck(w, res.State)
 		writeGroups(w, res.State)
 		return
 	}
@@ -172,8 +173,17 @@ func writeExplanation(w io.Writer, res *pkgconsumer.Explanation) {
 		verdict += " (" + string(word) + ")"
 	}
 	fmt.Fprintf(w, "%s: %s: %s (%s)\n", name, verdict, english.Plural(len(res.Findings), "finding", "findings"), strings.Join(parts, ", "))
+	writeLastAck(w, res.State)
 	writeGroups(w, res.State)
 	writeFindings(w, res.Findings)
+}
+
+// writeLastAck says when the last ack time is unknown (after a server
+// restart): the stall rule is then silent, and explain says why.
+func writeLastAck(w io.Writer, s *pkgconsumer.State) {
+	if s != nil && s.LastAckUnknown && (s.Unprocessed > 0 || s.AckPending > 0) {
+		fmt.Fprintf(w, "%s (the stall rule resumes then; the ack floor is at seq %d)\n", pkgconsumer.LastAckUnknownText, s.AckFloorStreamSeq)
+	}
 }
 
 // writeGroups lists a consumer's priority groups: each group's pinned

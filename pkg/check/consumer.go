@@ -145,6 +145,9 @@ func modelChecks(s *consumer.State, cfg Config) []Check {
 		if s.AckFloorAgeSeconds != nil {
 			return fmt.Sprintf("work pending, ack floor moved %s ago", consumer.ShortDuration(time.Duration(*s.AckFloorAgeSeconds*float64(time.Second))))
 		}
+		if s.LastAckUnknown {
+			return "work pending, " + consumer.LastAckUnknownText
+		}
 		return "work pending"
 	})
 

@@ -615,3 +615,60 @@ func TestFactOnePinPerConsumer(t *testing.T) {
 		t.Errorf("priority_groups %+v, want B's pin reported under jobs", g)
 	}
 }
+
+// A server that restarts forgets when a consumer last acknowledged and
+// last delivered (ack_floor.last_active, delivered.last_active), keeping
+// the floor and the cursor themselves and the created time: the time of
+// the last ack is then unknown, not "never" (issue 34; health.go,
+// ackFloorAge).
+func TestFactRestartForgetsLastActive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := embeddedtest.Start(t)
+	js := embeddedtest.Reconnecting(t, c)
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"jobs.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ctx, js, 5)
+	cons, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := info(t, ctx, st, "billing")
+	if before.AckFloor.Stream != 3 || before.AckFloor.Last == nil || before.Delivered.Last == nil {
+		t.Fatalf("before the restart: ack floor %+v, delivered %+v", before.AckFloor, before.Delivered)
+	}
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	var after *jetstream.ConsumerInfo
+	for after == nil {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ci, err := js.Consumer(try, "ORDERS", "billing")
+		cancel()
+		if err == nil {
+			after = ci.CachedInfo()
+		} else if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+	}
+	if after.AckFloor.Stream != 3 || after.Delivered.Stream != 3 || !after.Created.Equal(before.Created) {
+		t.Fatalf("after the restart: ack floor %+v, delivered %+v, created %v (was %v)", after.AckFloor, after.Delivered, after.Created, before.Created)
+	}
+	if after.AckFloor.Last != nil || after.Delivered.Last != nil {
+		t.Fatalf("after the restart the server still says when: ack floor %+v, delivered %+v", after.AckFloor, after.Delivered)
+	}
+}

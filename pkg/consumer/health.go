@@ -340,6 +340,12 @@ func (ev *evaluation) ackFloorAge(ctx context.Context) error {
 		moved = *ci.Delivered.Last
 	case ci.AckFloor.Last != nil:
 		moved = *ci.AckFloor.Last
+	case LastAckUnknown(ci):
+		// Something was acknowledged, and the server no longer says when:
+		// it forgets at a restart (TestFactRestartForgetsLastActive). The
+		// floor's age is unknown until the next ack; creation would call
+		// every consumer stalled for its whole life after each restart.
+		return nil
 	case !ci.Created.IsZero():
 		moved = ci.Created
 	default:
@@ -370,6 +376,21 @@ func (ev *evaluation) ackFloorAge(ctx context.Context) error {
 	age := max(0, s.Time.Sub(moved).Seconds())
 	s.AckFloorAgeSeconds = &age
 	return nil
+}
+
+// LastAckUnknownText says LastAckUnknown for people.
+const LastAckUnknownText = "last ack time unknown: the server forgets it when it restarts, and knows it again at the next ack"
+
+// LastAckUnknown reports whether the server no longer says when the
+// consumer's ack floor last moved though it has moved (the floor, or for
+// an ack policy none consumer the delivered cursor, is past 0): a server
+// forgets ack_floor.last_active and delivered.last_active when it
+// restarts, and keeps the floor (TestFactRestartForgetsLastActive).
+func LastAckUnknown(ci *jetstream.ConsumerInfo) bool {
+	if ci.Config.AckPolicy == jetstream.AckNonePolicy {
+		return ci.Delivered.Last == nil && ci.Delivered.Stream > 0
+	}
+	return ci.AckFloor.Last == nil && ci.AckFloor.Stream > 0
 }
 
 // firstPendingArrival reads when the first message after the ack floor

@@ -59,6 +59,11 @@ type State struct {
 	// LastActive is the later of the last delivery and the last ack; nil
 	// when there was neither.
 	LastActive *time.Time `json:"last_active"`
+	// LastAckUnknown: the consumer acknowledged something, and the server
+	// no longer says when (it forgets ack_floor.last_active when it
+	// restarts): AckFloorAgeSeconds is unknown until the next ack, and no
+	// stall is called on a guess.
+	LastAckUnknown bool `json:"last_ack_unknown"`
 	// OldestUnprocessedSeq is the stream sequence of the oldest message
 	// not yet delivered (the first one after DeliveredStreamSeq that
 	// matches the filter); 0 when there is none or it was not read.
@@ -214,6 +219,7 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 		AckFloorStreamSeq:    info.AckFloor.Stream,
 		AckFloorConsumerSeq:  info.AckFloor.Consumer,
 		LastActive:           later(info.Delivered.Last, info.AckFloor.Last),
+		LastAckUnknown:       LastAckUnknown(info),
 		Paused:               info.Paused,
 		PushBound:            info.PushBound,
 		Time:                 info.TimeStamp,
