@@ -427,3 +427,22 @@ func TestFactDiscardOldRemovesTheStreamsOldest(t *testing.T) {
 // errStoreFailed is the server's JSStreamStoreFailedF: a publish the
 // stream's limits refuse.
 const errStoreFailed jetstream.ErrorCode = 10077
+
+// interest retention: a publish no consumer receives is acknowledged and
+// dropped at once. A redrive there, with its dead letter's consumer gone,
+// would be acknowledged, its DLQ copy deleted, and the message lost.
+func TestFactInterestStreamDropsWhatNoConsumerReceives(t *testing.T) {
+	js, st := limitsStream(t, func(c *jetstream.StreamConfig) { c.Retention = jetstream.InterestPolicy })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "other", FilterSubject: "L.other", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.Publish(ctx, "L.k", []byte("dead letter"))
+	if err != nil || ack.Sequence != 1 {
+		t.Fatalf("publish: %v %v; want it acknowledged at seq 1", ack, err)
+	}
+	if got := stored(t, st); got != "" {
+		t.Fatalf("the stream holds %s; want nothing", got)
+	}
+}

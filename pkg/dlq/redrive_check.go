@@ -30,7 +30,11 @@ import (
 //   - a target whose max_msgs_per_subject would make the server remove a
 //     message on a redriven subject (its current value, or a copy this
 //     redrive sent a moment before) is refused
-//     (TestFactPerSubjectLimitRemovesTheSubjectsOldest).
+//     (TestFactPerSubjectLimitRemovesTheSubjectsOldest);
+//   - an interest stream where no consumer receives the subject is
+//     refused: the server would acknowledge the redrive and drop it, and
+//     the dead letter, its DLQ copy deleted, would be lost
+//     (TestFactInterestStreamDropsWhatNoConsumerReceives).
 //
 // Not refused, by what the server does (facts_test.go): discard new
 // refuses the publish instead of removing anything, and the dead letter
@@ -167,6 +171,11 @@ type found struct {
 	perSubject map[string]int
 	subjects   []string
 	limited    map[string]*jetstream.StreamInfo
+	// unheard are the DLQ seqs of messages that would go to a subject of
+	// an interest stream no consumer receives: unheardStream's
+	// unheardSubject first.
+	unheard                       []uint64
+	unheardStream, unheardSubject string
 }
 
 // preflight reads the selection once, deciding each message as the
@@ -181,6 +190,8 @@ func (r *redriver) preflight(ctx context.Context) error {
 		return err
 	}
 	f := found{perSubject: map[string]int{}, limited: map[string]*jetstream.StreamInfo{}}
+	// The consumers' filters of each interest stream the redrive lands in.
+	filters := map[string][][]string{}
 	var reach *RefusedRedrive
 	if r.route != nil {
 		reach = &RefusedRedrive{Stream: r.route.stream, Reach: map[string][]string{}}
@@ -219,6 +230,21 @@ func (r *redriver) preflight(ctx context.Context) error {
 			f.noTTL = cfg.Name
 			f.ttls = append(f.ttls, e.DLQSeq)
 		}
+		if cfg.Retention == jetstream.InterestPolicy {
+			fs, ok := filters[cfg.Name]
+			if !ok {
+				if fs, err = consumerFilters(ctx, r.js, cfg.Name); err != nil {
+					return err
+				}
+				filters[cfg.Name] = fs
+			}
+			if !slices.ContainsFunc(fs, func(f []string) bool { return filtersOverlap(f, it.rec.Subject) }) {
+				if f.unheard == nil {
+					f.unheardStream, f.unheardSubject = cfg.Name, it.rec.Subject
+				}
+				f.unheard = append(f.unheard, e.DLQSeq)
+			}
+		}
 		if cfg.MaxMsgsPerSubject > 0 && !(cfg.Discard == jetstream.DiscardNew && cfg.DiscardNewPerSubject) {
 			if f.perSubject[it.rec.Subject] == 0 {
 				f.subjects = append(f.subjects, it.rec.Subject)
@@ -252,8 +278,30 @@ func (r *redriver) preflight(ctx context.Context) error {
 			"Allow them on %s, or leave those out (--filter '.headers[\"Jetctl-Orig-Nats-TTL\"] == null')",
 			plural(len(f.ttls), "dead letter carries", "dead letters carry"), seqList(f.ttls), f.noTTL,
 			map[bool]string{true: "it would go", false: "they would go"}[len(f.ttls) == 1], f.noTTL)
+	case len(f.unheard) > 0:
+		return refuse("stream %q keeps a message only while a consumer is to receive it (interest retention), and no consumer receives %s, where %s would go (DLQ %s): "+
+			"the server would acknowledge the redrive and drop it, and the dead letter would be lost; nothing was sent. Create the consumer first, or redrive --to a subject one receives",
+			f.unheardStream, f.unheardSubject, plural(len(f.unheard), "dead letter", "dead letters"), seqList(f.unheard))
 	}
 	return r.checkPerSubject(ctx, f)
+}
+
+// consumerFilters are the filters of stream's consumers, one list each
+// (an empty list: every subject).
+func consumerFilters(ctx context.Context, js jetstream.JetStream, stream string) ([][]string, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	var out [][]string
+	l := st.ListConsumers(ctx)
+	for ci := range l.Info() {
+		out = append(out, ConsumerFilters(ci.Config))
+	}
+	if err := l.Err(); err != nil {
+		return nil, fmt.Errorf("stream %q: consumers: %w", stream, err)
+	}
+	return out, nil
 }
 
 // checkPerSubject refuses a redrive that would make a stream's
