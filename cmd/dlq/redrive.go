@@ -53,8 +53,10 @@ passed is reported as expired and left in the DLQ, unless
 --include-expired (then it gets its whole TTL again). Refused before
 anything is sent (exit 2), dry run included: dead letters of a counter
 stream (their increments were applied), TTLs for a stream that does not
-allow them, and a redrive onto a subject at the stream's
-max_msgs_per_subject (the server would remove a message there).
+allow them, a redrive onto a subject at the stream's max_msgs_per_subject
+(the server would remove a message there), and onto an interest stream's
+subject no consumer receives (the server would drop it). The selection is
+read once for these checks before anything is sent.
 
 A redrive reaches only the consumer that gave up on a message: it goes
 to its original subject when no other consumer of the stream receives it
@@ -73,8 +75,8 @@ stored it) counts as a duplicate, not as redriven; its DLQ copy is deleted.
 One redrive per DLQ stream runs at a time (a lease, as for sweep; remove
 one a redrive on another host left with "jetctl dlq unlock --redrive").
 
-Output: a one-line summary on stderr, plus a line for each message refused
-or failed; --list prints a table row per selected message; -o jsonl (json,
+Output: a one-line summary on stderr, plus a line for each message refused,
+failed or expired; --list prints a table row per selected message; -o jsonl (json,
 yaml) prints one record per message; --summary -o json the summary.
 
 Safety: redrive moves messages and needs --yes when not run in a terminal;
