@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -33,10 +34,15 @@ type ServerLimits struct {
 	// MaxAckPending is the account's limit on a consumer's max_ack_pending
 	// (0: none).
 	MaxAckPending int
+	// APILevel is the server's JetStream API level (0 before 2.11): a
+	// field that needs a higher one (jsapi.StreamLevelFeatures) is one
+	// the server cannot honour.
+	APILevel int
 }
 
 // FetchServerLimits reads ServerLimits from the connection's server info
-// and the account info ($JS.API.INFO).
+// and the account info ($JS.API.INFO, one request: its limits and its
+// api.level).
 func FetchServerLimits(ctx context.Context, js jetstream.JetStream) (ServerLimits, error) {
 	lim := ServerLimits{}
 	if nc := js.Conn(); nc != nil {
@@ -52,6 +58,7 @@ func FetchServerLimits(ctx context.Context, js jetstream.JetStream) (ServerLimit
 		return lim, fmt.Errorf("reading the account's JetStream limits: %w", err)
 	}
 	lim.MaxAckPending = ai.Limits.MaxAckPending
+	lim.APILevel = ai.API.Level
 	return lim, nil
 }
 
@@ -69,7 +76,8 @@ func (e *RefusedError) Error() string {
 }
 
 // CheckServer reports, before anything is changed, what in p the server
-// would refuse: more replicas than a single server or the cluster has,
+// would refuse: fields above the server's API level, more replicas than
+// a single server or the cluster has,
 // consumers that break the rules of their stream's retention or replicas,
 // filters on a workqueue stream that overlap a consumer that stays on the
 // server, a max_ack_pending above the account's limit. It adds warnings
@@ -99,6 +107,9 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 		}
 		if r == nil || rp.Action == ActionNone || rp.Action == ActionDelete {
 			continue
+		}
+		for _, fp := range levelProblems(r, lim.APILevel) {
+			add(r, fp.path, "%s", fp.msg)
 		}
 		if r.Kind != KindConsumer {
 			replicas, placement := r.replicasAndPlacement()
@@ -149,6 +160,30 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 		return a.Column < b.Column
 	})
 	return problems
+}
+
+// levelProblems are the fields of r that a server of API level have
+// cannot honour.
+func levelProblems(r *Resource, have int) []fieldProblem {
+	var out []fieldProblem
+	add := func(feature fmt.Stringer, field string, level int) {
+		out = append(out, fieldProblem{field, fmt.Sprintf("%s needs API level %d; the server has %d", feature, level, have)})
+	}
+	switch r.Kind {
+	case KindStream:
+		for _, f := range jsapi.AboveLevel(jsapi.StreamLevelFeatures, r.StreamConfig, have) {
+			add(f, f.Field, f.Level)
+		}
+	case KindConsumer:
+		for _, f := range jsapi.AboveLevel(jsapi.ConsumerLevelFeatures, r.ConsumerConfig, have) {
+			add(f, f.Field, f.Level)
+		}
+	case KindKV:
+		for _, f := range jsapi.AboveLevel(jsapi.KVLevelFeatures, r.KeyValueConfig, have) {
+			add(f, f.Field, f.Level)
+		}
+	}
+	return out
 }
 
 // replicasProblem says why the server would refuse replicas, or "".
