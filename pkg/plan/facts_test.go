@@ -3,12 +3,14 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // The server refuses to change a stream's retention to workqueue in place
@@ -86,4 +88,155 @@ func TestFactWorkqueueKeepsWhatIsBelowTheAckFloor(t *testing.T) {
 	if _, err := s.GetMsg(ctx, 5); err != nil {
 		t.Fatalf("seq 5: %v", err)
 	}
+}
+
+// The server refuses each config of streamRefusals and consumerRefusals
+// with the rule's error code, and takes the configs next to them that the
+// rules let through: the loader refuses what the server would, and only
+// that.
+func TestFactServerRefusals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORIGIN", Subjects: []string{"origin.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	mirror := &jetstream.StreamSource{Name: "ORIGIN"}
+	sources := []*jetstream.StreamSource{{Name: "ORIGIN"}}
+	refused := map[string]jetstream.StreamConfig{
+		"allow_rollup_hdrs needs purges: it cannot be combined with deny_purge":                                      {DenyPurge: true, AllowRollup: true},
+		"allow_msg_counter cannot be combined with discard: new (a counter must take every increment)":               {AllowMsgCounter: true, Discard: jetstream.DiscardNew},
+		"allow_msg_counter cannot be combined with allow_msg_ttl":                                                    {AllowMsgCounter: true, AllowMsgTTL: true},
+		"allow_msg_counter cannot be combined with allow_msg_schedules":                                              {AllowMsgCounter: true, AllowMsgSchedules: true},
+		"allow_msg_counter needs retention: limits":                                                                  {AllowMsgCounter: true, Retention: jetstream.InterestPolicy},
+		"discard_new_per_subject needs discard: new and max_msgs_per_subject > 0":                                    {DiscardNewPerSubject: true, Discard: jetstream.DiscardNew},
+		"subject_delete_marker_ttl: at least 1s":                                                                     {SubjectDeleteMarkerTTL: 500 * time.Millisecond},
+		"allow_msg_schedules cannot be combined with discard: new":                                                   {AllowMsgSchedules: true, Discard: jetstream.DiscardNew},
+		"persist_mode async needs storage: file":                                                                     {PersistMode: jetstream.AsyncPersistMode, Storage: jetstream.MemoryStorage},
+		"persist_mode async needs num_replicas: 1":                                                                   {PersistMode: jetstream.AsyncPersistMode, Replicas: 3},
+		"persist_mode async cannot be combined with allow_atomic":                                                    {PersistMode: jetstream.AsyncPersistMode, AllowAtomicPublish: true},
+		"a mirror cannot have first_seq":                                                                             {Mirror: mirror, FirstSeq: 10},
+		"a mirror cannot have subjects":                                                                              {Mirror: mirror, Subjects: []string{"copy.>"}},
+		"a mirror cannot have sources":                                                                               {Mirror: mirror, Sources: sources},
+		"a mirror cannot have allow_msg_counter":                                                                     {Mirror: mirror, AllowMsgCounter: true},
+		"a mirror cannot have allow_atomic":                                                                          {Mirror: mirror, AllowAtomicPublish: true},
+		"a mirror cannot have allow_batched":                                                                         {Mirror: mirror, AllowBatchPublish: true},
+		"a mirror cannot have allow_msg_schedules":                                                                   {Mirror: mirror, AllowMsgSchedules: true},
+		"a mirror cannot have subject_delete_marker_ttl (its markers would take sequences the origin does not have)": {Mirror: mirror, SubjectDeleteMarkerTTL: time.Second},
+		"a stream with sources cannot have allow_msg_schedules":                                                      {Sources: sources, AllowMsgSchedules: true},
+	}
+	for i, rule := range streamRefusals {
+		cfg, ok := refused[rule.Message]
+		if !ok {
+			t.Errorf("stream rule %q: no example in this test", rule.Message)
+			continue
+		}
+		if got := refusedBy(streamRefusals, &cfg); len(got) != 1 || got[0].Message != rule.Message {
+			t.Errorf("stream rule %q: its example trips %d rules", rule.Message, len(got))
+		}
+		cfg.Name = fmt.Sprintf("R%d", i)
+		if cfg.Mirror == nil && len(cfg.Sources) == 0 {
+			cfg.Subjects = []string{fmt.Sprintf("r%d.>", i)}
+		}
+		_, err := js.CreateStream(ctx, cfg)
+		if code := apiErrorCode(err); code != rule.Code {
+			t.Errorf("stream rule %q: the server answered %v (code %d), want code %d", rule.Message, err, code, rule.Code)
+		}
+	}
+	accepted := map[string]jetstream.StreamConfig{
+		"a counter":                       {AllowMsgCounter: true},
+		"async persist, R1 file":          {PersistMode: jetstream.AsyncPersistMode},
+		"schedules, discard old":          {AllowMsgSchedules: true},
+		"markers after 1s":                {SubjectDeleteMarkerTTL: time.Second},
+		"a counter sourcing":              {AllowMsgCounter: true, Sources: sources},
+		"a mirror with per-message TTLs":  {Mirror: mirror, AllowMsgTTL: true},
+		"atomic batches on a source":      {AllowAtomicPublish: true, AllowBatchPublish: true, Sources: sources},
+		"rollups":                         {AllowRollup: true},
+		"discard new per subject, capped": {DiscardNewPerSubject: true, Discard: jetstream.DiscardNew, MaxMsgsPerSubject: 1},
+	}
+	i := 0
+	for what, cfg := range accepted {
+		i++
+		if got := refusedBy(streamRefusals, &cfg); len(got) != 0 {
+			t.Errorf("%s: refused by %q", what, got[0].Message)
+		}
+		cfg.Name = fmt.Sprintf("A%d", i)
+		if cfg.Mirror == nil && len(cfg.Sources) == 0 {
+			cfg.Subjects = []string{fmt.Sprintf("a%d.>", i)}
+		}
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+
+	client := jsapi.New(js)
+	create := func(cfg jetstream.ConsumerConfig) error {
+		var resp struct {
+			Error *jetstream.APIError `json:"error"`
+		}
+		// The raw request: nats.go's CreateConsumer takes pull consumers only.
+		err := client.Request(ctx, "CONSUMER.CREATE.ORIGIN."+cfg.Durable, map[string]any{"stream_name": "ORIGIN", "config": cfg}, &resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Error != nil {
+			return resp.Error
+		}
+		return nil
+	}
+	groups := []string{"jobs"}
+	refusedConsumers := map[string]jetstream.ConsumerConfig{
+		"ack_policy flow_control needs a push consumer (deliver_subject)":                            {AckPolicy: jetstream.AckFlowControlPolicy},
+		"ack_policy flow_control cannot be combined with ack_wait or backoff":                        {AckPolicy: jetstream.AckFlowControlPolicy, DeliverSubject: "fc.a", AckWait: time.Minute},
+		"ack_policy flow_control cannot be combined with max_deliver":                                {AckPolicy: jetstream.AckFlowControlPolicy, DeliverSubject: "fc.b", MaxDeliver: 5},
+		"priority_policy needs a pull consumer: priority groups cannot be used with deliver_subject": {PriorityPolicy: jetstream.PriorityPolicyOverflow, PriorityGroups: groups, DeliverSubject: "pri.push"},
+		"priority_policy needs priority_groups (at least one group)":                                 {PriorityPolicy: jetstream.PriorityPolicyPinned},
+		"priority_groups: a group name cannot be empty":                                              {PriorityPolicy: jetstream.PriorityPolicyOverflow, PriorityGroups: []string{"jobs", ""}},
+		"priority_groups: a group name is 1 to 16 of A-Z, a-z, 0-9, -, _, / and =":                   {PriorityPolicy: jetstream.PriorityPolicyOverflow, PriorityGroups: []string{"jobs.eu"}},
+		"priority_groups needs a priority_policy (overflow, pinned_client or prioritized)":           {PriorityGroups: groups},
+		"priority_timeout needs a priority_policy (it is pinned_client's)":                           {PinnedTTL: time.Minute},
+	}
+	for i, rule := range consumerRefusals {
+		cfg, ok := refusedConsumers[rule.Message]
+		if !ok {
+			t.Errorf("consumer rule %q: no example in this test", rule.Message)
+			continue
+		}
+		if got := refusedBy(consumerRefusals, &cfg); len(got) != 1 || got[0].Message != rule.Message {
+			t.Errorf("consumer rule %q: its example trips %d rules", rule.Message, len(got))
+		}
+		cfg.Durable = fmt.Sprintf("r%d", i)
+		err := create(cfg)
+		if code := apiErrorCode(err); code != rule.Code {
+			t.Errorf("consumer rule %q: the server answered %v (code %d), want code %d", rule.Message, err, code, rule.Code)
+		}
+	}
+	acceptedConsumers := map[string]jetstream.ConsumerConfig{
+		"flow control acks, push":            {AckPolicy: jetstream.AckFlowControlPolicy, DeliverSubject: "fc.ok"},
+		"overflow with a group":              {PriorityPolicy: jetstream.PriorityPolicyOverflow, PriorityGroups: groups},
+		"overflow with a priority_timeout":   {PriorityPolicy: jetstream.PriorityPolicyOverflow, PriorityGroups: groups, PinnedTTL: time.Minute},
+		"pinned with a long group name":      {PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{"a-b_c/d=e0123456"}},
+		"a push consumer with no priorities": {DeliverSubject: "plain.push"},
+		"prioritized with two groups":        {PriorityPolicy: jetstream.PriorityPolicyPrioritized, PriorityGroups: []string{"a", "b"}},
+	}
+	i = 0
+	for what, cfg := range acceptedConsumers {
+		i++
+		if got := refusedBy(consumerRefusals, &cfg); len(got) != 0 {
+			t.Errorf("%s: refused by %q", what, got[0].Message)
+		}
+		cfg.Durable = fmt.Sprintf("a%d", i)
+		if err := create(cfg); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+}
+
+// apiErrorCode is the server's error code of err, 0 for none.
+func apiErrorCode(err error) int {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return int(apiErr.ErrorCode)
+	}
+	return 0
 }
