@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded/embeddedtest"
@@ -239,4 +241,43 @@ func apiErrorCode(err error) int {
 		return int(apiErr.ErrorCode)
 	}
 	return 0
+}
+
+// A server older than a feature's API level does not honour it: nats-server
+// 2.12.4 reports API level 2, and refuses a stream with allow_batched
+// (level 4) only when the request reaches it, as an unknown field of its
+// strict JSON (the default since 2.11; with strict mode off it drops the
+// field without a word). This is why plan compares each field's level
+// with the server's before any change.
+func TestFactOldServerRefusesNewerFields(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, err := nats.Connect(embeddedtest.OldServer(t, embeddedtest.OldServerVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ai, err := js.AccountInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ai.API.Level != 2 {
+		t.Fatalf("nats-server %s: api.level %d, want 2", embeddedtest.OldServerVersion, ai.API.Level)
+	}
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "FAST", Subjects: []string{"fast.>"}, AllowBatchPublish: true})
+	if code := apiErrorCode(err); code != 10025 || !strings.Contains(err.Error(), `unknown field "allow_batched"`) {
+		t.Errorf("allow_batched on nats-server %s: %v, want error 10025 (unknown field)", embeddedtest.OldServerVersion, err)
+	}
+	// A field of its own level it honours.
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "COUNT", Subjects: []string{"count.>"}, AllowMsgCounter: true})
+	if err != nil {
+		t.Fatalf("allow_msg_counter on nats-server %s: %v", embeddedtest.OldServerVersion, err)
+	}
+	if cfg := s.CachedInfo().Config; !cfg.AllowMsgCounter || cfg.Metadata[jsapi.MetaRequiredLevel] != "2" {
+		t.Errorf("counter stream stored as allow_msg_counter %v, %s %q", cfg.AllowMsgCounter, jsapi.MetaRequiredLevel, cfg.Metadata[jsapi.MetaRequiredLevel])
+	}
 }
