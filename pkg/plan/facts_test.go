@@ -281,3 +281,52 @@ func TestFactOldServerRefusesNewerFields(t *testing.T) {
 		t.Errorf("counter stream stored as allow_msg_counter %v, %s %q", cfg.AllowMsgCounter, jsapi.MetaRequiredLevel, cfg.Metadata[jsapi.MetaRequiredLevel])
 	}
 }
+
+// A stream sourcing a workqueue stream reads it through a durable consumer
+// of the server's own, marked with _nats.src.* metadata (not
+// _nats.source.*, which jetctl once looked for); the server leaves it out
+// of the workqueue's one-consumer-per-subject rule, so plan must too, and
+// export and prune must not take it for a user's.
+func TestFactWorkqueueIgnoresReplicationConsumers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ALL", Sources: []*jetstream.StreamSource{{Name: "WORK"}}}); err != nil {
+		t.Fatal(err)
+	}
+	work, err := js.Stream(ctx, "WORK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var source *jetstream.ConsumerInfo
+	for source == nil {
+		for ci := range work.ListConsumers(ctx).Info() {
+			source = ci
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no sourcing consumer on WORK")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	md := source.Config.Metadata
+	if source.Config.Durable == "" || md[jsapi.MetaSourcePrefix+"stream"] != "ALL" || !jsapi.ReplicationConsumer(md) {
+		t.Fatalf("sourcing consumer %q: durable %q, metadata %v", source.Name, source.Config.Durable, md)
+	}
+	for k := range md {
+		if strings.HasPrefix(k, "_nats.source.") {
+			t.Errorf("metadata key %s: the server writes _nats.src.", k)
+		}
+	}
+	// An unfiltered consumer is taken beside the sourcing one ...
+	if _, err := js.CreateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatalf("a user's consumer beside the sourcing one: %v", err)
+	}
+	// ... while the rule holds for the user's consumers.
+	_, err = js.CreateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: "more", AckPolicy: jetstream.AckExplicitPolicy})
+	if code := apiErrorCode(err); code != 10099 {
+		t.Fatalf("a second unfiltered consumer: %v, want error 10099", err)
+	}
+}

@@ -127,6 +127,12 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 			}
 			continue
 		}
+		if ci := live.Consumers[r.Stream][r.Name]; ci != nil {
+			if target, mirror := jsapi.ReplicationTarget(ci.Config.Metadata); target != "" {
+				add(r, "", "the server's own consumer, through which stream %s %s %q: jetctl leaves it to the server (remove it from the plan files)", target, copyVerb(mirror), r.Stream)
+				continue
+			}
+		}
 		stream := effectiveStream(r.Stream, declaredStreams, live)
 		if stream == nil {
 			continue
@@ -225,7 +231,9 @@ func effectiveStream(name string, declared map[string]*Resource, live *Live) *je
 // stayingConsumers are the live consumers of a stream that apply leaves in
 // place and does not redeclare: none when the stream is created or
 // replaced, only those a migration re-seats, and not those the plan
-// deletes.
+// deletes. A mirror's or a sourcing stream's consumer is not one: the
+// server leaves it out of a workqueue stream's one-consumer-per-subject
+// rule (TestFactWorkqueueIgnoresReplicationConsumers).
 func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Live) []*jetstream.ConsumerInfo {
 	if streamPlan != nil && (streamPlan.Action == ActionCreate || streamPlan.Action == ActionReplace || streamPlan.Action == ActionDelete) {
 		return nil
@@ -246,7 +254,7 @@ func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Li
 	for _, name := range names {
 		ci := live.Consumers[stream][name]
 		// A migration leaves behind the consumers it does not re-seat.
-		if !planned[name] && (!migrated || migratesConsumer(&ci.Config)) {
+		if !planned[name] && !jsapi.ReplicationConsumer(ci.Config.Metadata) && (!migrated || migratesConsumer(&ci.Config)) {
 			out = append(out, ci)
 		}
 	}
