@@ -192,6 +192,25 @@ func levelProblems(r *Resource, have int) []fieldProblem {
 	return out
 }
 
+// FieldProblem is what the server would refuse in one field of a
+// resource.
+type FieldProblem struct {
+	// Path is the field (a Resource FieldPos key).
+	Path string
+	// Message says what, without the resource's label.
+	Message string
+}
+
+// LevelProblems are the fields of r that a server of API level have
+// cannot honour: the check planning makes, for lint.
+func LevelProblems(r *Resource, have int) []FieldProblem {
+	var out []FieldProblem
+	for _, fp := range levelProblems(r, have) {
+		out = append(out, FieldProblem{Path: fp.path, Message: fp.msg})
+	}
+	return out
+}
+
 // replicasProblem says why the server would refuse replicas, or "".
 func replicasProblem(replicas int, placement *jetstream.Placement, lim ServerLimits) string {
 	switch {
