@@ -368,3 +368,54 @@ func TestFactAsyncPersistIsForLife(t *testing.T) {
 		t.Errorf("the rule's Why does not name error 10052: %s", r.Why)
 	}
 }
+
+// interest-no-consumers: the consumer through which a mirror reads an
+// interest stream is an interest: what is published once it exists
+// reaches the copy, though no user's consumer exists.
+func TestFactMirrorIsAnInterestStreamsConsumer(t *testing.T) {
+	ctx, cancel := stdcontext.WithTimeout(stdcontext.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	factStream(t, js, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}, Retention: jetstream.InterestPolicy})
+	factStream(t, js, jetstream.StreamConfig{Name: "EVENTS_COPY", Mirror: &jetstream.StreamSource{Name: "EVENTS"}})
+	events, err := js.Stream(ctx, "EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mirror makes its consumer after the stream: wait for it.
+	for {
+		info, err := events.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Consumers == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the mirror made no consumer on EVENTS")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 5 {
+		if _, err := js.Publish(ctx, "events.x", []byte("e")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copied, err := js.Stream(ctx, "EVENTS_COPY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := copied.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 5 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the copy holds %d messages, want 5", info.State.Msgs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -380,6 +380,36 @@ func TestServerConsumersOfAnInterestStream(t *testing.T) {
 	}
 }
 
+// A mirror or a source of an interest stream reads it through a consumer
+// of the server's own (left out of the server's resources), which counts
+// as its interest: declared in the files or only on the server.
+func TestCopiesOfAnInterestStream(t *testing.T) {
+	d := loadFixture(t, "trip-interest-no-consumers.yaml")
+	copyOf := "streams:\n  - name: EVENTS_COPY\n    mirror:\n      name: EVENTS\n"
+	for what, env := range map[string]Env{"declared": {}, "on the server": liveEnv()} {
+		d := d
+		if what == "declared" {
+			d = load(t, plan.Source{Name: "a.yaml", Data: mustRead(t, "testdata/trip-interest-no-consumers.yaml")}, plan.Source{Name: "b.yaml", Data: []byte(copyOf)})
+		} else {
+			env.Server = load(t, plan.Source{Name: "server", Data: []byte(strings.Replace(copyOf, "mirror:\n      name: EVENTS", "sources:\n      - name: EVENTS", 1))})
+		}
+		for _, f := range Lint(d, env).Findings {
+			if f.Rule == "interest-no-consumers" {
+				t.Errorf("%s: the copy's consumer of EVENTS does not count: %s", what, f)
+			}
+		}
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // The redelivery window is max_deliver waits of ack_wait (30s when unset),
 // or of backoff with its last value repeated; the finding says how long.
 func TestMaxAgeBeforeDeadLetterArithmetic(t *testing.T) {

@@ -3,6 +3,7 @@ package lint
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -387,11 +388,33 @@ func checkInterestNoConsumers(c *linter, r *plan.Resource) {
 			}
 		}
 	}
+	if c.copied(r.Name) {
+		return // the copy's consumer, the server's own, is an interest
+	}
 	field := ""
 	if _, ok := r.FieldPos["retention"]; ok {
 		field = "retention"
 	}
 	c.report(r, field, "an interest stream with no consumers keeps nothing: every message is removed as it is stored")
+}
+
+// copied reports whether a declared stream or one on the server mirrors
+// or sources stream (on this server): it then has the server's consumer
+// through which the copy reads it.
+func (c *linter) copied(stream string) bool {
+	local := func(src *jetstream.StreamSource) bool {
+		return src != nil && src.Name == stream && src.Domain == "" && src.External == nil
+	}
+	copies := func(r *plan.Resource) bool {
+		if r.Kind != plan.KindStream {
+			return false
+		}
+		return local(r.StreamConfig.Mirror) || slices.ContainsFunc(r.StreamConfig.Sources, local)
+	}
+	if slices.ContainsFunc(c.desired.Resources, copies) {
+		return true
+	}
+	return c.env.Server != nil && slices.ContainsFunc(c.env.Server.Resources, copies)
 }
 
 func checkKVHistoryOne(c *linter, r *plan.Resource) {
