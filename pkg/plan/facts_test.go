@@ -106,6 +106,8 @@ func TestFactServerRefusals(t *testing.T) {
 	mirror := &jetstream.StreamSource{Name: "ORIGIN"}
 	sources := []*jetstream.StreamSource{{Name: "ORIGIN"}}
 	refused := map[string]jetstream.StreamConfig{
+		"max_age: at least 100ms":                                                                                    {MaxAge: 50 * time.Millisecond},
+		"duplicate_window: at least 100ms":                                                                           {Duplicates: 50 * time.Millisecond},
 		"allow_rollup_hdrs needs purges: it cannot be combined with deny_purge":                                      {DenyPurge: true, AllowRollup: true},
 		"allow_msg_counter cannot be combined with discard: new (a counter must take every increment)":               {AllowMsgCounter: true, Discard: jetstream.DiscardNew},
 		"allow_msg_counter cannot be combined with allow_msg_ttl":                                                    {AllowMsgCounter: true, AllowMsgTTL: true},
@@ -155,6 +157,7 @@ func TestFactServerRefusals(t *testing.T) {
 		"atomic batches on a source":      {AllowAtomicPublish: true, AllowBatchPublish: true, Sources: sources},
 		"rollups":                         {AllowRollup: true},
 		"discard new per subject, capped": {DiscardNewPerSubject: true, Discard: jetstream.DiscardNew, MaxMsgsPerSubject: 1},
+		"the shortest windows":            {MaxAge: 100 * time.Millisecond, Duplicates: 100 * time.Millisecond},
 	}
 	i := 0
 	for what, cfg := range accepted {

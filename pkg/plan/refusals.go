@@ -30,6 +30,10 @@ type refusal[C any] struct {
 // streamRefusals are the server's rules for a stream's settings, in the
 // order of its checks.
 var streamRefusals = []refusal[jetstream.StreamConfig]{
+	{Path: "max_age", Code: 10052, Message: "max_age: at least 100ms",
+		Refuses: func(c *jetstream.StreamConfig) bool { return c.MaxAge > 0 && c.MaxAge < minWindow }},
+	{Path: "duplicate_window", Code: 10052, Message: "duplicate_window: at least 100ms",
+		Refuses: func(c *jetstream.StreamConfig) bool { return c.Duplicates > 0 && c.Duplicates < minWindow }},
 	{Path: "allow_rollup_hdrs", Code: 10052, Message: "allow_rollup_hdrs needs purges: it cannot be combined with deny_purge",
 		Refuses: func(c *jetstream.StreamConfig) bool { return c.DenyPurge && c.AllowRollup }},
 	{Path: "allow_msg_counter", Code: 10052, Message: "allow_msg_counter cannot be combined with discard: new (a counter must take every increment)",
@@ -84,8 +88,12 @@ var streamRefusals = []refusal[jetstream.StreamConfig]{
 		Refuses: func(c *jetstream.StreamConfig) bool { return len(c.Sources) > 0 && c.AllowMsgSchedules }},
 }
 
-// minMarkerTTL is the shortest subject_delete_marker_ttl the server takes.
-const minMarkerTTL = time.Second
+// minMarkerTTL is the shortest subject_delete_marker_ttl the server
+// takes, minWindow the shortest max_age and duplicate_window.
+const (
+	minMarkerTTL = time.Second
+	minWindow    = 100 * time.Millisecond
+)
 
 // priorityGroupName is the server's pattern for a priority group's name.
 var priorityGroupName = regexp.MustCompile(`^[a-zA-Z0-9/_=-]{1,16}$`)
