@@ -172,17 +172,17 @@ var HeaderTable = []HeaderRule{
 	},
 	{
 		Name:   "Nats-Marker-Reason",
-		Server: "written by the server on a subject delete marker (MaxAge, Purge, Remove); stored as it is when a client sends it",
+		Server: "written by the server on the subject delete marker it leaves when a message ages out (MaxAge; 2.15 defines Purge and Remove and writes neither: a delete or a purge leaves no marker), with the marker's own Nats-TTL and Nats-Rollup: sub; stored as it is when a client sends it",
 		Cells: [numCommands]Cell{
 			dumpKeep,
-			c(Markers, "--markers skip (default unless the target is a KV bucket's stream): markers are not copied; keep: copied as they are, so a KV target reads the delete"),
+			c(Markers, "--markers skip (default unless the target is a KV bucket's stream): markers are not copied; keep: copied with their reason (their Nats-Rollup renamed, their Nats-TTL by --ttl), so a KV target reads the delete"),
 			mirrorCp,
 			c(Keep, "the stream's deletes stay deletes"),
 			c(Keep, "the server stores a client's as it is"),
 			c(Keep, ""),
 			c(Read, "a marker is a DEL (Remove) or PURGE (MaxAge, Purge), as nats.go reads it"),
 		},
-		Facts: []string{"TestFactMarkerReasonStoredVerbatim", "TestFactServerMarkerHeaders", "TestFactKVReadsCopiedMarkerAsDelete"},
+		Facts: []string{"TestFactMarkerReasonStoredVerbatim", "TestFactServerMarkerHeaders", "TestFactKeyTTLLeavesMaxAgeMarker", "TestFactOnlyExpiryWritesMarkers", "TestFactKVReadsCopiedMarkerAsDelete"},
 	},
 	{
 		Name:   "Nats-Incr",
