@@ -182,6 +182,7 @@ func (o *options) config(fs *pflag.FlagSet) (check.Config, error) {
 		pkgconsumer.ThresholdStallWarning:        func() { cfg.Thresholds.Stall = o.stallWarning },
 		pkgconsumer.ThresholdStallCritical:       func() { cfg.Thresholds.StallCritical = o.stallCritical },
 		pkgconsumer.ThresholdDeadLettersCritical: func() { cfg.Thresholds.DeadLettersCritical = o.deadLetters },
+		check.FlagInactive:                       func() {},
 		check.FlagLimitsWarning:                  func() {},
 		check.FlagLimitsCritical:                 func() {},
 	} {

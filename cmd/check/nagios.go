@@ -64,14 +64,17 @@ func seconds(d float64) string {
 
 // perfdata: the counts by status, the worst lag and stall of the
 // consumers (with the levels of the flags, or their defaults), the
-// totals of their backlogs, and the check's duration.
+// totals of their backlogs, and the check's duration. Replication
+// consumers count in the statuses only.
 func perfdata(cfg check.Config, r *check.Report) string {
 	// The command's levels, defaults filled in (a consumer's metadata
 	// may set its own).
 	t, _, _ := cfg.Thresholds.With(nil, nil)
 	var lag, stall, unprocessed, ackPending, redelivered, waiting, dead float64
 	for _, c := range r.Consumers {
-		if c.Skipped {
+		// A replication consumer's figures are its reading stream's,
+		// judged by that stream's mirror and source checks.
+		if c.Skipped || c.Replication != nil {
 			continue
 		}
 		if c.LagSeconds != nil {

@@ -32,6 +32,7 @@ var (
 	descConsumerWaiting     = desc("jetctl_consumer_waiting_pulls", "Pull requests waiting for messages (num_waiting).", "stream", "consumer")
 	descConsumerDead        = desc("jetctl_consumer_dead_letters", "Dead letters of the consumer that wait, captured and not swept or in the DLQ (absent: no capture).", "stream", "consumer")
 	descConsumerFloorAge    = desc("jetctl_consumer_ack_floor_age_seconds", "Time since the ack floor last moved (since creation when nothing was ever acknowledged; absent: unknown).", "stream", "consumer")
+	descConsumerPinned      = desc("jetctl_consumer_priority_group_pinned_seconds", "How long a priority group has been pinned to its client (absent: no client pinned).", "stream", "consumer", "group")
 
 	descStreamStatus     = desc("jetctl_stream_status", "The stream's status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.", "stream")
 	descStreamMessages   = desc("jetctl_stream_messages", "Messages stored in the stream.", "stream")
@@ -49,7 +50,7 @@ var (
 // Descs are every metric check exposes, for the docs' test.
 var Descs = []*prometheus.Desc{descCheckStatus, descCheckUp, descCheckDuration, descCheckTime, descCheckItems, descCheckRuns, descCheckErrors,
 	descConsumerStatus, descConsumerHealth, descConsumerLag, descConsumerUnprocessed, descConsumerAckPending, descConsumerRedelivered,
-	descConsumerWaiting, descConsumerDead, descConsumerFloorAge,
+	descConsumerWaiting, descConsumerDead, descConsumerFloorAge, descConsumerPinned,
 	descStreamStatus, descStreamMessages, descStreamBytes, descStreamLimit, descStreamLimitUsed, descStreamConsumers,
 	descStreamReplicas, descStreamCurrent, descStreamLeader, descStreamSourceLag, descStreamSourceSeen}
 
@@ -60,7 +61,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 // healthWords are the words of the state set, most urgent first.
 var healthWords = []pkgconsumer.Health{pkgconsumer.HealthNoLeader, pkgconsumer.HealthStalled, pkgconsumer.HealthFailing,
 	pkgconsumer.HealthPoison, pkgconsumer.HealthPaused, pkgconsumer.HealthBehind, pkgconsumer.HealthDeadLetters,
-	pkgconsumer.HealthDegraded, pkgconsumer.HealthMisconfigured, pkgconsumer.HealthIdle, pkgconsumer.HealthOK}
+	pkgconsumer.HealthDegraded, pkgconsumer.HealthMisconfigured, pkgconsumer.HealthIdle, pkgconsumer.HealthReplication, pkgconsumer.HealthOK}
 
 // collector turns the latest evaluation into metrics, on each Collect:
 // evaluation says what it is (a report, or the error that prevented
@@ -135,13 +136,24 @@ func consumerMetrics(gauge gaugeFunc, c *check.ConsumerResult) {
 		}
 		gauge(descConsumerHealth, v, c.Stream, c.Consumer, string(w))
 	}
-	if c.LagSeconds != nil {
-		gauge(descConsumerLag, *c.LagSeconds, l...)
-	}
 	gauge(descConsumerUnprocessed, float64(c.Unprocessed), l...)
 	gauge(descConsumerAckPending, float64(c.AckPending), l...)
 	gauge(descConsumerRedelivered, float64(c.Redelivered), l...)
 	gauge(descConsumerWaiting, float64(c.WaitingPulls), l...)
+	for _, g := range c.PriorityGroups {
+		if g.PinnedSeconds != nil {
+			gauge(descConsumerPinned, *g.PinnedSeconds, c.Stream, c.Consumer, g.Group)
+		}
+	}
+	if c.Replication != nil {
+		// The server's own consumer for a mirror or a source: its lag is
+		// the reading stream's (jetctl_stream_source_lag_messages), and
+		// an alert on consumer lag or stalls must not fire for it.
+		return
+	}
+	if c.LagSeconds != nil {
+		gauge(descConsumerLag, *c.LagSeconds, l...)
+	}
 	if c.DeadLetters != nil {
 		gauge(descConsumerDead, float64(*c.DeadLetters), l...)
 	}

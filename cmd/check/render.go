@@ -98,8 +98,15 @@ func tables(r *check.Report) []output.Table {
 		if c.DeadLetters != nil {
 			dead = fmt.Sprint(*c.DeadLetters)
 		}
-		ct.Row(statusCell(c.Status, c.Skipped), c.Stream, c.Consumer, string(c.Health), lag, humanize.Comma(int64(c.Unprocessed)),
-			c.AckPending, c.Redelivered, dead, detail(c.Checks, c.Problems, c.Skipped))
+		health, what := string(c.Health), detail(c.Checks, c.Problems, c.Skipped)
+		if c.State != nil {
+			health = consumer.HealthCell(c.State)
+		}
+		if c.Replication != nil && what == "-" {
+			what = c.HealthReason
+		}
+		ct.Row(statusCell(c.Status, c.Skipped), c.Stream, c.Consumer, health, lag, humanize.Comma(int64(c.Unprocessed)),
+			c.AckPending, c.Redelivered, dead, what)
 	}
 	return []output.Table{st, ct}
 }

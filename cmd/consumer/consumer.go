@@ -25,7 +25,7 @@ import (
 func NewCmd(f *factory.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "consumer",
-		Short: "see, explain, wait for, rewind, pause and resume consumers",
+		Short: "see, explain, wait for, rewind, pause, resume and unpin consumers",
 		Long: `A consumer is a delivery state machine: a delivered cursor, an ack floor,
 unprocessed messages, messages delivered and not yet acknowledged (against
 MaxAckPending), redeliveries and waiting pulls. jetctl consumer shows and
@@ -37,9 +37,11 @@ moves them:
   explain  named findings with their evidence and the command that helps
   rewind   deliver again from a sequence, a time or the stream's start
   pause    stop deliveries until a time; resume starts them again
+  unpin    free a priority group pinned to a client that is gone
 
 ls, watch, wait and explain consume, acknowledge and change nothing.
-rewind needs --yes when not run in a terminal, and has --dry-run.
+rewind and unpin need --yes when not run in a terminal, and have
+--dry-run.
 See docs/consumer.md for the health rules, every finding and the JSON
 fields.`,
 		Example: `  jetctl consumer ls
@@ -48,12 +50,13 @@ fields.`,
   jetctl consumer wait ORDERS billing --caught-up --wait 5m
   jetctl consumer explain ORDERS billing --exit-code -o json
   jetctl consumer rewind ORDERS projector --to-start --dry-run
-  jetctl consumer pause ORDERS billing --for 10m`,
+  jetctl consumer pause ORDERS billing --for 10m
+  jetctl consumer unpin JOBS workers --group jobs --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdLs(f), newCmdWatch(f), newCmdWait(f),
-		newCmdExplain(f), newCmdRewind(f), newCmdPause(f), newCmdResume(f))
+		newCmdExplain(f), newCmdRewind(f), newCmdPause(f), newCmdResume(f), newCmdUnpin(f))
 	return cmd
 }
 
@@ -225,6 +228,39 @@ func pausedCell(s *pkgconsumer.State) string {
 		return "until " + s.PausedUntil.UTC().Format(time.RFC3339)
 	}
 	return "yes"
+}
+
+// GroupsCell is the priority groups: "jobs: pinned 5m" (pinned_client:
+// the group pinned, for how long), "jobs: not pinned", "jobs (overflow)";
+// "-" for none.
+func GroupsCell(s *pkgconsumer.State) string {
+	if len(s.PriorityGroups) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(s.PriorityGroups))
+	for i, g := range s.PriorityGroups {
+		switch {
+		case s.PriorityPolicy != pkgconsumer.PolicyPinnedClient:
+			parts[i] = fmt.Sprintf("%s (%s)", g.Group, s.PriorityPolicy)
+		case g.PinnedClientID == "":
+			parts[i] = g.Group + ": not pinned"
+		case g.PinnedSeconds == nil:
+			parts[i] = g.Group + ": pinned"
+		default:
+			parts[i] = g.Group + ": pinned " + pkgconsumer.ShortDuration(time.Duration(*g.PinnedSeconds*float64(time.Second)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// HealthCell is the health word; for a replication consumer, which
+// stream reads through it, as a mirror or a source ("replication to AGG
+// (source)").
+func HealthCell(s *pkgconsumer.State) string {
+	if r := s.Replication; r != nil && s.Health == pkgconsumer.HealthReplication {
+		return fmt.Sprintf("replication to %s (%s)", r.Stream, r.Kind)
+	}
+	return string(s.Health)
 }
 
 func kindCell(s *pkgconsumer.State) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,6 +18,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/output"
 	pkgconsumer "github.com/jetctl/jetctl/pkg/consumer"
 	"github.com/jetctl/jetctl/pkg/events"
+	"github.com/jetctl/jetctl/pkg/units"
 )
 
 type explainOptions struct {
@@ -42,6 +44,10 @@ the server, and the command that fixes or investigates it:
   push-no-subscriber             stalled    messages wait for a push consumer nobody subscribes to
   ack-floor-frozen               stalled    work waits, the ack floor has not moved for stall-critical (15m)
                                             (a warning from stall-warning, 5m)
+  pinned-client-gone             stalled    messages wait for the client a priority group is pinned to,
+                                            which has taken nothing for --inactive
+  overflow-threshold-not-reached stalled    only overflow pulls wait, for a backlog above what there is,
+                                            and nothing was delivered for --inactive
   nothing-acknowledged           failing    every message delivered since the ack floor is redelivered, none acked
   poison-message                 poison     one message holds the ack floor, redelivered again and again
   warning (needs a look)
@@ -58,13 +64,19 @@ the server, and the command that fixes or investigates it:
   idle                           idle       nothing pending, no worker seen for --inactive
   deliver-policy-skipped-backlog ok         the deliver policy started after older messages
   interest-held-only-here        ok         an interest stream keeps messages for this consumer alone
+  replication-consumer           replication  the server's own consumer for a mirror or a source:
+                                            shown, never judged like a worker's
 
 The thresholds are --behind, --inactive, and the consumer's own in its
 metadata (io.jetctl.check.lag-warning, lag-critical, stall-warning,
 stall-critical, dead-letters-critical; a flag wins), as in every command
 that shows its health.
 
-A healthy consumer gets one line. It only reads: nothing is consumed,
+A consumer with priority groups (nats-server 2.11+) has each group listed
+with the client it is pinned to and since when; a stuck pin is freed with
+"jetctl consumer unpin".
+
+A healthy consumer gets one line (and its priority groups). It only reads: nothing is consumed,
 acknowledged or changed. --exit-code exits 8 when a finding at warning or
 above is present (as kv diff --exit-code does), so it can gate a deploy.
 -o json lists the findings ([] when there are none).`,
@@ -134,6 +146,13 @@ func writeExplanation(w io.Writer, res *pkgconsumer.Explanation) {
 		ci := res.Info
 		fmt.Fprintf(w, "%s: healthy: %d unprocessed, %d ack pending, %d redelivered, ack floor at seq %d\n",
 			name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.AckFloor.Stream)
+		writeLastAck(w, res.State)
+		writeGroups(w, res.State)
+		return
+	}
+	if s := res.State; s != nil && s.Replication != nil && s.Health == pkgconsumer.HealthReplication {
+		fmt.Fprintf(w, "%s: %s; not judged like a worker's consumer\n", name, output.Escape(s.Replication.Describe(res.Stream)))
+		writeFindings(w, res.Findings)
 		return
 	}
 	counts := map[pkgconsumer.Severity]int{}
@@ -154,7 +173,51 @@ func writeExplanation(w io.Writer, res *pkgconsumer.Explanation) {
 		verdict += " (" + string(word) + ")"
 	}
 	fmt.Fprintf(w, "%s: %s: %s (%s)\n", name, verdict, english.Plural(len(res.Findings), "finding", "findings"), strings.Join(parts, ", "))
-	for _, fd := range res.Findings {
+	writeLastAck(w, res.State)
+	writeGroups(w, res.State)
+	writeFindings(w, res.Findings)
+}
+
+// writeLastAck says when the last ack time is unknown (after a server
+// restart): the stall rule is then silent, and explain says why.
+func writeLastAck(w io.Writer, s *pkgconsumer.State) {
+	if s != nil && s.LastAckUnknown && (s.Unprocessed > 0 || s.AckPending > 0) {
+		fmt.Fprintf(w, "%s (the stall rule resumes then; the ack floor is at seq %d)\n", pkgconsumer.LastAckUnknownText, s.AckFloorStreamSeq)
+	}
+}
+
+// writeGroups lists a consumer's priority groups: each group's pinned
+// client and since when (pinned_client), or the policy.
+func writeGroups(w io.Writer, s *pkgconsumer.State) {
+	if s == nil || len(s.PriorityGroups) == 0 {
+		return
+	}
+	if s.PriorityPolicy != pkgconsumer.PolicyPinnedClient {
+		names := make([]string, len(s.PriorityGroups))
+		for i, g := range s.PriorityGroups {
+			names[i] = g.Group
+		}
+		fmt.Fprintf(w, "priority groups (%s): %s\n", output.Escape(s.PriorityPolicy), output.Escape(strings.Join(names, ", ")))
+		return
+	}
+	timeout := ""
+	if s.PriorityTimeoutSeconds != nil {
+		timeout = ", priority_timeout " + units.FormatDuration(time.Duration(*s.PriorityTimeoutSeconds*float64(time.Second)))
+	}
+	fmt.Fprintf(w, "priority groups (pinned_client%s):\n", timeout)
+	for _, g := range s.PriorityGroups {
+		pin := "not pinned"
+		if g.PinnedClientID != "" {
+			pin = "pinned to client " + g.PinnedClientID + " " + pinnedSince(g.PinnedSince, g.PinnedSeconds)
+		}
+		fmt.Fprintf(w, "  %-16s  %s\n", output.Escape(g.Group), output.Escape(pin))
+	}
+}
+
+// writeFindings prints each finding with its evidence and the command
+// that helps.
+func writeFindings(w io.Writer, findings []pkgconsumer.Finding) {
+	for _, fd := range findings {
 		fmt.Fprintf(w, "\n%-8s  %s\n", strings.ToUpper(string(fd.Severity)), fd.ID)
 		fmt.Fprintf(w, "  %s\n", output.Escape(fd.Summary))
 		fmt.Fprintf(w, "  evidence: %s\n", output.Escape(evidenceText(fd.Evidence)))

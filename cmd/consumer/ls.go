@@ -77,10 +77,10 @@ fields of -o json. Reading changes nothing.`,
 }
 
 func lsTable(states []*pkgconsumer.State) output.Table {
-	t := output.Table{Header: []string{"stream", "consumer", "filter", "kind", "unprocessed", "ack pending", "redelivered", "waiting", "last active", "lag", "dead", "paused", "health"}}
+	t := output.Table{Header: []string{"stream", "consumer", "filter", "kind", "unprocessed", "ack pending", "redelivered", "waiting", "last active", "lag", "dead", "paused", "groups", "health"}}
 	for _, s := range states {
 		t.Row(s.Stream, s.Consumer, FilterCell(s), kindCell(s), humanize.Comma(int64(s.Unprocessed)), AckPendingCell(s),
-			s.Redelivered, s.WaitingPulls, LastActiveCell(s), LagCell(s), deadCell(s), pausedCell(s), string(s.Health))
+			s.Redelivered, s.WaitingPulls, LastActiveCell(s), LagCell(s), deadCell(s), pausedCell(s), GroupsCell(s), HealthCell(s))
 	}
 	return t
 }

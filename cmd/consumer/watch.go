@@ -207,7 +207,7 @@ func drawWatch(f *factory.Factory, p *output.Printer, samples []pkgconsumer.Samp
 			unTrend, ackRate, delRate, redTrend = signed(r.UnprocessedPerSec), rate(r.AckedPerSec), rate(r.DeliveredPerSec), signed(r.RedeliveredPerSec)
 		}
 		t.Row(s.Stream, s.Consumer, humanize.Comma(int64(s.Unprocessed)), unTrend, AckPendingCell(s.State), delRate, ackRate,
-			s.Redelivered, redTrend, s.WaitingPulls, LagCell(s.State), string(s.Health))
+			s.Redelivered, redTrend, s.WaitingPulls, LagCell(s.State), HealthCell(s.State))
 	}
 	saved := p.Out
 	p.Out = buf

@@ -28,6 +28,7 @@ type redriveOptions struct {
 	dryRun      bool
 	keep        bool
 	all         bool
+	inclExpired bool
 	yes         bool
 	noProgress  bool
 	lockTTL     time.Duration
@@ -40,8 +41,22 @@ func newCmdRedrive(f *factory.Factory) *cobra.Command {
 		Use:   "redrive [--stream S] [--filter EXPR] [--to SUBJECT]",
 		Short: "send DLQ messages back to their original subject",
 		Long: `Publish each selected DLQ message back to its original subject (or --to),
-with its original headers restored and Jetctl-Dlq-Redrives incremented, then
-delete the DLQ copy once the publish is acknowledged (--keep leaves it).
+with its original headers and Jetctl-Dlq-Redrives incremented, then delete
+the DLQ copy once the publish is acknowledged (--keep leaves it).
+
+A redrive never repeats what the original publish made the server do:
+headers the server acts on (Nats-Rollup, Nats-Batch-*, Nats-Schedule*,
+Nats-Msg-Id, Nats-Expected-*, ...) stay under Jetctl-Orig-<Name>, as
+docs/headers.md lists. A message that had a TTL (Nats-TTL) gets what is
+left of it, counted from when the original was stored; one whose TTL has
+passed is reported as expired and left in the DLQ, unless
+--include-expired (then it gets its whole TTL again). Refused before
+anything is sent (exit 2), dry run included: dead letters of a counter
+stream (their increments were applied), TTLs for a stream that does not
+allow them, a redrive onto a subject at the stream's max_msgs_per_subject
+(the server would remove a message there), and onto an interest stream's
+subject no consumer receives (the server would drop it). The selection is
+read once for these checks before anything is sent.
 
 A redrive reaches only the consumer that gave up on a message: it goes
 to its original subject when no other consumer of the stream receives it
@@ -60,8 +75,8 @@ stored it) counts as a duplicate, not as redriven; its DLQ copy is deleted.
 One redrive per DLQ stream runs at a time (a lease, as for sweep; remove
 one a redrive on another host left with "jetctl dlq unlock --redrive").
 
-Output: a one-line summary on stderr, plus a line for each message refused
-or failed; --list prints a table row per selected message; -o jsonl (json,
+Output: a one-line summary on stderr, plus a line for each message refused,
+failed or expired; --list prints a table row per selected message; -o jsonl (json,
 yaml) prints one record per message; --summary -o json the summary.
 
 Safety: redrive moves messages and needs --yes when not run in a terminal;
@@ -70,7 +85,8 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
   jetctl dlq redrive --stream ORDERS --consumer billing --rate 50/s --yes
   jetctl dlq redrive --stream ORDERS --consumer mailer --all-consumers --yes
   jetctl dlq redrive --stream ORDERS --filter '.data.total < 100' --max-redrives 3 --yes
-  jetctl dlq redrive --stream ORDERS --to orders.manual-review --keep --yes`,
+  jetctl dlq redrive --stream ORDERS --to orders.manual-review --keep --yes
+  jetctl dlq redrive --stream SESSIONS --include-expired --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRedrive(cmd.Context(), f, o) },
 	}
@@ -85,6 +101,7 @@ Safety: redrive moves messages and needs --yes when not run in a terminal;
 	fl.BoolVar(&o.dryRun, "dry-run", false, "list what would be redriven; change nothing")
 	fl.BoolVar(&o.keep, "keep", false, "keep the DLQ copies after redriving them")
 	fl.BoolVar(&o.all, "all-consumers", false, "send to the original subjects even where other consumers than the one that gave up receive them too")
+	fl.BoolVar(&o.inclExpired, "include-expired", false, "send dead letters whose TTL has passed, with their original TTL again (default: report and leave them)")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
 	o.listFlags.bind(cmd, "selected message")
@@ -121,9 +138,9 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	bar := f.NewProgress(-1, "redriving", o.noProgress)
 	sum, err := pkgdlq.Redrive(ctx, js, pkgdlq.RedriveConfig{
 		DLQStream: stream, Select: sel, To: o.to, Rate: o.rate, Max: o.max, MaxRedrives: o.maxRedrives,
-		DryRun: o.dryRun, Keep: o.keep, AllConsumers: o.all, LockTTL: o.lockTTL,
+		DryRun: o.dryRun, Keep: o.keep, AllConsumers: o.all, IncludeExpired: o.inclExpired, LockTTL: o.lockTTL,
 		OnRecord: func(r pkgdlq.RedriveRecord) {
-			recs.add(r, r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused)
+			recs.add(r, r.Status == pkgdlq.StatusFailed || r.Status == pkgdlq.StatusRefused || r.Status == pkgdlq.StatusExpired)
 			if source == "" {
 				source = r.SourceStream
 			}
@@ -168,8 +185,8 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 	if o.dryRun {
 		verb, n, dups = "would be redriven", sum.WouldRedriv, ""
 	}
-	line := fmt.Sprintf("%s: %d selected, %d %s (%s)%s, %d refused, %d failed in %.2fs, %s msgs/s",
-		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), dups, sum.Refused, sum.Failed, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
+	line := fmt.Sprintf("%s: %d selected, %d %s (%s)%s, %d refused, %d failed, %d expired in %.2fs, %s msgs/s",
+		stream, sum.Selected, n, verb, humanize.IBytes(uint64(sum.Bytes)), dups, sum.Refused, sum.Failed, sum.Expired, sum.Seconds, humanize.CommafWithDigits(sum.PerSecond, 1))
 	fmt.Fprintf(f.IO.ErrOut, "jetctl: %s\n", line)
 	switch {
 	case err != nil:
@@ -185,15 +202,19 @@ func runRedrive(ctx context.Context, f *factory.Factory, o *redriveOptions) erro
 		auditlog.Write(ctx, f, audit.Change{Stream: source, Consumer: o.consumer, Action: "redrive", Summary: line, Err: err, Target: stream,
 			Counts: map[string]int64{
 				"selected": int64(sum.Selected), "redriven": int64(sum.Redriven), "duplicates": int64(sum.Duplicates),
-				"refused": int64(sum.Refused), "failed": int64(sum.Failed), "bytes": sum.Bytes,
+				"refused": int64(sum.Refused), "failed": int64(sum.Failed), "expired": int64(sum.Expired), "bytes": sum.Bytes,
 			}})
 	}
 	return err
 }
 
-// redriveStatus is a record's status for people: "redriven", or "refused: why".
+// redriveStatus is a record's status for people: "redriven", "redriven,
+// ttl 3599s", or "refused: why".
 func redriveStatus(r pkgdlq.RedriveRecord) string {
 	status := strings.ReplaceAll(r.Status, "_", " ")
+	if r.TTL != "" {
+		status += ", ttl " + r.TTL
+	}
 	if r.Error != "" {
 		status += ": " + r.Error
 	}

@@ -55,6 +55,9 @@ func (s *selectFlags) config(ctx context.Context, errOut io.Writer) (pkgevents.T
 		return cfg, err
 	}
 	cfg.Keep = keep
+	cfg.Before = func(start time.Time) {
+		fmt.Fprintf(errOut, "jetctl: the record starts at %s: nothing before it was recorded (or the recorder's limits dropped it)\n", start.UTC().Format(time.RFC3339))
+	}
 	return cfg, nil
 }
 

@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"github.com/dustin/go-humanize"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 type recordOptions struct {
 	maxAge   time.Duration
 	maxBytes string
+	perSubj  int64
 	replicas int
 	dryRun   bool
 }
@@ -25,7 +27,7 @@ type recordOptions struct {
 func newCmdRecord(f *factory.Factory) *cobra.Command {
 	o := &recordOptions{}
 	cmd := &cobra.Command{
-		Use:   "record [--max-age D] [--max-bytes SIZE] [--replicas N] [--dry-run]",
+		Use:   "record [--max-age D] [--max-bytes SIZE] [--max-per-subject N] [--replicas N] [--dry-run]",
 		Short: "make the server keep JetStream's advisories and jetctl's audit records",
 		Long: `Create, or on later runs verify, the recorder: the stream JETCTL_EVENTS, in
 which the server itself keeps JetStream's advisories and jetctl's audit
@@ -40,6 +42,12 @@ advisories carry request bodies. It keeps them for --max-age (7d) and at
 most --max-bytes (1GiB), dropping the oldest first; file storage, 3
 replicas on a cluster, 1 on a single server.
 
+What repeats cannot push out what an incident needs: at most
+--max-per-subject (100000) events are kept per subject, that is per kind
+and per stream or consumer. A poison message NAKed in a hot loop sends
+hundreds of thousands of NAK advisories a minute, all on one subject;
+without the bound they would drop every older event and audit record.
+
 Run again it changes nothing, or the limits given. --dry-run shows what it
 would create or change.
 
@@ -50,6 +58,7 @@ checkpoint), with a safety net for the moment when neither owns them (see
 docs/events.md).`,
 		Example: `  jetctl events record
   jetctl events record --max-age 30d --max-bytes 4GiB --replicas 3
+  jetctl events record --max-per-subject 100000
   jetctl events record --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,13 +89,17 @@ docs/events.md).`,
 	fl := cmd.Flags()
 	factory.DurationVar(fl, &o.maxAge, "max-age", 0, "how long events are kept (default 7d, or the recorder's)").Positive().Hint("use a duration like 7d or 720h")
 	fl.StringVar(&o.maxBytes, "max-bytes", "", "at most this much is kept, the oldest dropped first (default 1GiB, or the recorder's)")
+	fl.Int64Var(&o.perSubj, "max-per-subject", 0, "at most this many events per subject (one kind, of one stream or consumer), the oldest dropped first (default 100000 for a new recorder, or the recorder's)")
 	fl.IntVar(&o.replicas, "replicas", 0, "replicas of the recorder (default 3 on a cluster, 1 on a single server, or the recorder's)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "show what would be created or changed; change nothing")
 	return cmd
 }
 
 func (o *recordOptions) config() (pkgevents.RecordConfig, error) {
-	cfg := pkgevents.RecordConfig{MaxAge: o.maxAge, Replicas: o.replicas, DryRun: o.dryRun}
+	cfg := pkgevents.RecordConfig{MaxAge: o.maxAge, MaxPerSubject: o.perSubj, Replicas: o.replicas, DryRun: o.dryRun}
+	if o.perSubj < 0 {
+		return cfg, exitcode.UsageErrorf("invalid --max-per-subject %d: use a positive count (the recorder is always bounded)", o.perSubj)
+	}
 	if o.maxBytes != "" {
 		n, err := units.ParseSize(o.maxBytes)
 		if err != nil || n <= 0 {
@@ -104,8 +117,17 @@ func (o *recordOptions) config() (pkgevents.RecordConfig, error) {
 // and whether anything changed.
 func recordNotes(f *factory.Factory, res *pkgevents.RecordResult) {
 	w := f.IO.ErrOut
-	keeps := fmt.Sprintf("%s keeps %s for %s, at most %s (oldest dropped first)", res.Stream, strings.Join(res.Subjects, ", "),
-		res.MaxAgeText, units.FormatSize(res.MaxBytes))
+	perSubject := "no limit per subject"
+	if res.MaxPerSubject > 0 {
+		perSubject = humanize.Comma(res.MaxPerSubject) + " per subject"
+	}
+	keeps := fmt.Sprintf("%s keeps %s for %s, at most %s and %s (oldest dropped first)", res.Stream, strings.Join(res.Subjects, ", "),
+		res.MaxAgeText, units.FormatSize(res.MaxBytes), perSubject)
+	defer func() {
+		if res.MaxPerSubject <= 0 {
+			fmt.Fprintln(w, "jetctl: the recorder keeps any number of events per subject, so a NAK storm can push out every older event: run jetctl events record --max-per-subject 100000")
+		}
+	}()
 	switch {
 	case res.DryRun && res.Changed:
 		fmt.Fprintf(w, "jetctl: dry run, nothing was changed; then %s\n", keeps)

@@ -165,7 +165,7 @@ func writeRow(w io.Writer, first bool, r *pkgevents.Row) error {
 	}
 	e := r.First
 	_, err := fmt.Fprintf(w, "%-24s  %-23s  %-14s  %-14s  %s\n", e.Time.UTC().Format(tableTime), e.Type,
-		dash(output.Escape(e.Stream)), dash(output.Escape(r.Consumer())), output.Escape(r.Text()))
+		dash(output.Escape(r.Stream())), dash(output.Escape(r.Consumer())), output.Escape(r.Text()))
 	return err
 }
 

@@ -40,6 +40,8 @@ func TestSentinelCodes(t *testing.T) {
 		{"replay.ErrInvalid", replay.ErrInvalid, "invalid replay", Usage},
 		{"consumer.ErrDataGone", pkgconsumer.ErrDataGone, "the messages to rewind to are gone", NotFound},
 		{"consumer.ErrBeyondEnd", pkgconsumer.ErrBeyondEnd, "sequence past the end of the stream", NotFound},
+		{"consumer.ErrNoSuchGroup", pkgconsumer.ErrNoSuchGroup, "no such priority group", NotFound},
+		{"consumer.ErrInvalid", pkgconsumer.ErrInvalid, "invalid", Usage},
 		{"migrate.ErrVerify", pkgmigrate.ErrVerify, "verification failed", Partial},
 		{"migrate.ErrInvalid", pkgmigrate.ErrInvalid, "invalid migration", Usage},
 		{"migrate.ErrTargetExists", pkgmigrate.ErrTargetExists, "target stream exists", Usage},

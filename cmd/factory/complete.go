@@ -66,6 +66,12 @@ func streamNames(ctx context.Context, js jetstream.JetStream, keep func(string) 
 	return names
 }
 
+// CompleteNames completes the names list returns from the server (given
+// the arguments so far), as the stream and consumer completions do.
+func (f *Factory) CompleteNames(list func(ctx context.Context, js jetstream.JetStream, args []string) []string) cobra.CompletionFunc {
+	return f.completeNames(list)
+}
+
 func (f *Factory) completeNames(list func(ctx context.Context, js jetstream.JetStream, args []string) []string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if f.Conn.Timeout <= 0 || f.Conn.Timeout > completionTimeout {

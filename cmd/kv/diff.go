@@ -61,7 +61,9 @@ A bucket at two times: --since 1h (or --at TIME) against now, or against
 --to TIME. Shows keys added, deleted and changed; KEY or --key narrows the
 keys. The state at a time is each key's last revision before it; a bucket
 that keeps few revisions per key may no longer hold that state, and jetctl
-warns when it cannot tell.
+warns when it cannot tell. A key that expired in between (in a bucket with
+limit markers, the server's marker with reason MaxAge) is deleted, with its
+reason and no value: the server no longer holds it.
 
 Two buckets: --against OTHER, on the same server, on --against-server URL or
 on the server of --against-context NAME (a natscli context). Shows keys
@@ -282,7 +284,10 @@ func revisionLabel(bucket, key string, e *kv.Entry) string {
 		return fmt.Sprintf("%s/%s (no value)", bucket, key)
 	}
 	label := fmt.Sprintf("%s/%s@%d", bucket, key, e.Revision)
-	if e.Op != kv.OpPut {
+	switch {
+	case e.Reason != "":
+		label += " (" + string(e.Op) + ": " + e.Reason + ")"
+	case e.Op != kv.OpPut:
 		label += " (" + string(e.Op) + ")"
 	}
 	return label
@@ -414,7 +419,15 @@ func writeDiffText(ctx context.Context, w io.Writer, c *kv.Comparison, summary f
 		return err
 	}
 	err = c.OnlyLeft(ctx, func(k kv.KeyState) error {
-		_, err := fmt.Fprintf(w, "- %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+		var err error
+		switch {
+		case k.Gone:
+			_, err = fmt.Fprintf(w, "- %s: (expired at %s; the server no longer holds its value)\n", k.Key, timeText(k.Time))
+		case k.Reason != "":
+			_, err = fmt.Fprintf(w, "- %s: %s (%s)\n", k.Key, oneLine(k.Value, diffValueWidth), k.Reason)
+		default:
+			_, err = fmt.Fprintf(w, "- %s: %s\n", k.Key, oneLine(k.Value, diffValueWidth))
+		}
 		return err
 	})
 	if err != nil {
@@ -487,12 +500,16 @@ type (
 		Changes       []kv.Change `json:"changes"`
 	}
 	// keyValueJSON is a key on one side only; value is decoded JSON, text,
-	// or {size, sha256} for binary values.
+	// or {size, sha256} for binary values. A deleted key that a subject
+	// delete marker deleted has its reason (MaxAge: it expired); one whose
+	// value the server no longer holds has value null, and the marker's
+	// revision and time.
 	keyValueJSON struct {
 		Key      string `json:"key"`
 		Revision uint64 `json:"revision"`
 		Time     string `json:"time"`
 		Value    any    `json:"value"`
+		Reason   string `json:"reason,omitempty"`
 	}
 )
 
@@ -500,7 +517,11 @@ type (
 func keyValues(ctx context.Context, walk func(context.Context, func(kv.KeyState) error) error) func(item func(any) error) error {
 	return func(item func(any) error) error {
 		return walk(ctx, func(s kv.KeyState) error {
-			return item(keyValueJSON{Key: s.Key, Revision: s.Revision, Time: s.Time.UTC().Format(time.RFC3339Nano), Value: kv.Raw(s.Value)})
+			kj := keyValueJSON{Key: s.Key, Revision: s.Revision, Time: s.Time.UTC().Format(time.RFC3339Nano), Value: kv.Raw(s.Value), Reason: s.Reason}
+			if s.Gone {
+				kj.Value = nil
+			}
+			return item(kj)
 		})
 	}
 }

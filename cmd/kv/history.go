@@ -22,7 +22,10 @@ func newHistoryCmd(f *factory.Factory) *cobra.Command {
 		Use:   "history BUCKET KEY",
 		Short: "show every revision of a key, with full values in JSON",
 		Long: `Show every revision the bucket keeps of KEY, oldest first: revision, operation
-(PUT, DEL, PURGE), time, size and value.
+(PUT, DEL, PURGE), time, size and value. A subject delete marker the server
+wrote (a key's TTL or the bucket's max age passed, in a bucket with limit
+markers) is the delete it stands for, with its reason: PURGE (MaxAge); JSON
+gives it as "reason".
 
 The table cuts values at 60 characters with an ellipsis (and says so on
 stderr); --full shows them whole, on one line each. Binary values show as
@@ -95,7 +98,11 @@ func historyTable(entries []kv.Entry, withKey bool, width int) (t output.Table, 
 			value = oneLine(e.Value, width)
 			cut = cut || (width > 0 && value != oneLine(e.Value, 0))
 		}
-		cells := []any{e.Revision, string(e.Op), timeText(e.Time), humanize.IBytes(uint64(len(e.Value))), value}
+		op := string(e.Op)
+		if e.Reason != "" {
+			op += " (" + e.Reason + ")"
+		}
+		cells := []any{e.Revision, op, timeText(e.Time), humanize.IBytes(uint64(len(e.Value))), value}
 		if withKey {
 			cells = append([]any{e.Key}, cells...)
 		}

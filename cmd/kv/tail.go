@@ -35,7 +35,9 @@ func newTailCmd(f *factory.Factory) *cobra.Command {
    "time":"2025-06-01T12:00:00Z","size":18,"value":{"state":"ready"}}
 
 value is the JSON document when the value is JSON, else the text; a binary
-value is value_b64 instead. KEY_PATTERNs (app.*, app.>) narrow the keys.
+value is value_b64 instead. A subject delete marker (a key that expired in a
+bucket with limit markers) is the delete it stands for, with its reason:
+"op":"PURGE","reason":"MaxAge". KEY_PATTERNs (app.*, app.>) narrow the keys.
 
 By default the tail starts with each key's current value, then follows
 updates (like "nats kv watch"); --updates-only skips the current values,

@@ -52,8 +52,10 @@ so a plan right after apply shows no changes. Planning only reads.
 
 What the server would refuse and can be known ahead (more replicas than
 the server or cluster keeps, a workqueue consumer without explicit acks or
-whose filters overlap another's, ...) is reported as file:line:column,
-exit 2, as are problems in the files.
+whose filters overlap another's, a setting above the server's JetStream
+API level such as allow_batched on a 2.12 server, a counter stream with
+discard: new, ...) is reported as file:line:column, exit 2, as are
+problems in the files.
 
 The lint findings (see "jetctl lint") of the resources the plan creates or
 changes, with what plan read of the server (its cluster, which consumers'

@@ -213,6 +213,9 @@ func printPlan(w io.Writer, p *pkgplan.Plan, destroyAllowed bool) {
 			if ig.Stream != "" {
 				name = ig.Stream + "/" + ig.Name
 			}
+			if ig.Reason != pkgplan.NotManaged {
+				name += " (" + ig.Reason + ")"
+			}
 			fmt.Fprintf(w, "    %s %s\n", ig.Kind, name)
 		}
 	}

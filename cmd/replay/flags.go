@@ -11,6 +11,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/cmd/streamflags"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/replay"
 )
 
@@ -25,6 +26,22 @@ func (o *options) validate() error {
 	}
 	if o.newMsgID && o.to == "" {
 		return exitcode.UsageErrorf("--new-msg-id needs --to SUBJECT")
+	}
+	if (o.ttl != "" || o.markers != "") && o.to == "" {
+		return exitcode.UsageErrorf("--ttl and --markers need --to SUBJECT: a dump keeps every header as stored")
+	}
+	// Empty is the default: remaining, and markers skipped unless the
+	// target is a KV bucket's stream (replay.MarkersAuto).
+	var err error
+	if o.ttl != "" {
+		if o.ttlMode, err = envelope.ParseTTLMode(o.ttl); err != nil {
+			return exitcode.UsageErrorf("%v", err)
+		}
+	}
+	if o.markers != "" {
+		if o.markersMode, err = replay.ParseMarkersMode(o.markers); err != nil {
+			return exitcode.UsageErrorf("%v", err)
+		}
 	}
 	if (o.toServer != "" || o.toContext != "") && o.to == "" {
 		return exitcode.UsageErrorf("--to-server and --to-context need --to SUBJECT")
@@ -86,7 +103,8 @@ func (o *options) config(ctx context.Context, f *factory.Factory, stream string)
 		MaxGap:         o.maxGap,
 	}
 	if o.to != "" {
-		cfg.Publish = &replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, MaxInFlight: o.maxInFlight, OnConnection: connectionNotice(f)}
+		cfg.Publish = &replay.PublishConfig{To: o.to, NoProvenance: o.noProvenance, TTL: o.ttlMode, Markers: o.markersMode,
+			MaxInFlight: o.maxInFlight, OnConnection: connectionNotice(f)}
 	}
 	return cfg, nil
 }
@@ -118,13 +136,14 @@ func (o *options) lineSink(f *factory.Factory, p *output.Printer) replay.Sink {
 }
 
 // openDump opens a --from-file dump and reads it whole: a missing file or
-// a bad line is exit 2 before anything is contacted.
-func openDump(ctx context.Context, path string) (*os.File, error) {
+// a bad line is exit 2 before anything is contacted. It returns what the
+// dump holds, for replay.Config.DumpInfo.
+func openDump(ctx context.Context, path string) (*os.File, *replay.DumpInfo, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, exitcode.UsageErrorf("--from-file: %v", err)
+		return nil, nil, exitcode.UsageErrorf("--from-file: %v", err)
 	}
-	_, err = replay.ValidateDump(ctx, file, path)
+	info, err := replay.ValidateDump(ctx, file, path)
 	if err == nil {
 		_, err = file.Seek(0, io.SeekStart)
 	}
@@ -132,9 +151,9 @@ func openDump(ctx context.Context, path string) (*os.File, error) {
 		file.Close()
 		var bad *replay.DumpError
 		if errors.As(err, &bad) {
-			return nil, exitcode.New(exitcode.Usage, err)
+			return nil, nil, exitcode.New(exitcode.Usage, err)
 		}
-		return nil, exitcode.New(exitcode.Failure, err)
+		return nil, nil, exitcode.New(exitcode.Failure, err)
 	}
-	return file, nil
+	return file, &info, nil
 }

@@ -21,9 +21,10 @@ each line, --filter keeps the messages for which a jq program is true,
 original subject; '{subject}' alone keeps it) or be a prefix mapping like
 'restore.>' (restore.orders.x for orders.x). Quote it: > is a shell
 redirect. --to-server/--to-context publish to another cluster. Headers
-the server acts on (Nats-Msg-Id, Nats-Expected-*, Nats-TTL, ...) move to
-Jetctl-Orig-<Name>; provenance goes into Jetctl-Source-Stream, -Seq, -Subject
-and -Time (--no-provenance to leave it out). Each copy has
+the server acts on (Nats-Msg-Id, Nats-Rollup, Nats-Incr, Nats-Batch-*, ...:
+docs/headers.md) move to Jetctl-Orig-<Name>, so a copy never purges, opens
+a batch or adds to a counter; provenance goes into Jetctl-Source-Stream,
+-Seq, -Subject and -Time (--no-provenance to leave it out). Each copy has
 Nats-Msg-Id replay:<stream>:<seq>:<target subject>, so a re-run inside the
 target's duplicate window stores nothing twice; with --checkpoint, a re-run
 also looks in the target for copies stored after the checkpoint, so it adds
@@ -38,6 +39,19 @@ copies not acknowledged are sent again at once; stderr says when the
 connection went away and when it came back. With --to, -o json (or --jq)
 prints the summary on stdout: messages, bytes, duplicates, unconfirmed,
 failed, ...
+
+--ttl says what a copy does with the original's Nats-TTL: remaining (the
+default) gives it what is left, counted from the original's stored time,
+so it expires when the original would have, and skips a message whose TTL
+has passed; keep gives the whole TTL again; drop none (the copy never
+expires). --markers skip (the default) does not copy subject delete
+markers (Nats-Marker-Reason), which on an ordinary stream are empty
+messages; keep copies them as they are, the default when the target is a
+KV bucket's stream, which reads them as deletes. Skipped messages are
+counted in the summary. Before the first copy, the streams the copies can
+go to are looked up: a counter stream (allow_msg_counter), or one without
+allow_msg_ttl where copies may carry a TTL, is refused (exit 2), with
+nothing sent.
 
 --to-file F writes the JSON lines to F; --from-file F reads such a dump back
 (to stdout, or with --to to republish it). Payload bytes and headers survive
@@ -68,4 +82,6 @@ const examples = `  jetctl replay ORDERS --since 15m
   jetctl replay --from-file orders.jsonl --to 'restore.>' --checkpoint restore.ckpt
   jetctl replay ORDERS --to 'replayed.{subject}' --rate 500/s --checkpoint orders.ckpt
   jetctl replay ORDERS --to '{subject}' --to-context dr-cluster
+  jetctl replay ORDERS --to 'reprocess.{subject}' --ttl keep
+  jetctl replay --from-file orders.jsonl --to 'restore.>' --ttl drop
   jetctl replay ORDERS --to orders.reprocess --to-context dr-cluster --dry-run`

@@ -38,20 +38,27 @@ func connectionNotice(f *factory.Factory) func(up bool, server string, down time
 	}
 }
 
-func printDryRun(p *output.Printer, sum replay.Summary) error {
+// printDryRun prints the dry run's report; a republish's counts the
+// messages it would not copy apart (skipped_expired, skipped_markers).
+func printDryRun(p *output.Printer, sum replay.Summary, republish bool) error {
 	type subjectCount struct {
 		Subject  string `json:"subject"`
 		Messages uint64 `json:"messages"`
 	}
 	type dryRun struct {
-		Stream   string         `json:"stream"`
-		FirstSeq uint64         `json:"first_seq"`
-		LastSeq  uint64         `json:"last_seq"`
-		Messages uint64         `json:"messages"`
-		Bytes    uint64         `json:"bytes"`
-		Subjects []subjectCount `json:"subjects"`
+		Stream         string         `json:"stream"`
+		FirstSeq       uint64         `json:"first_seq"`
+		LastSeq        uint64         `json:"last_seq"`
+		Messages       uint64         `json:"messages"`
+		Bytes          uint64         `json:"bytes"`
+		SkippedExpired *uint64        `json:"skipped_expired,omitempty"`
+		SkippedMarkers *uint64        `json:"skipped_markers,omitempty"`
+		Subjects       []subjectCount `json:"subjects"`
 	}
 	d := dryRun{Stream: sum.Stream, FirstSeq: sum.FirstSeq, LastSeq: sum.LastSeq, Messages: sum.Messages, Bytes: sum.Bytes, Subjects: []subjectCount{}}
+	if republish {
+		d.SkippedExpired, d.SkippedMarkers = &sum.SkippedExpired, &sum.SkippedMarkers
+	}
 	for s, n := range sum.Subjects {
 		d.Subjects = append(d.Subjects, subjectCount{s, n})
 	}
@@ -62,7 +69,12 @@ func printDryRun(p *output.Printer, sum replay.Summary) error {
 		if d.LastSeq >= d.FirstSeq && d.LastSeq > 0 {
 			rng = fmt.Sprintf("%d..%d", d.FirstSeq, d.LastSeq)
 		}
-		head.Row(d.Stream, rng, humanize.Comma(int64(d.Messages)), humanize.IBytes(d.Bytes))
+		row := []any{d.Stream, rng, humanize.Comma(int64(d.Messages)), humanize.IBytes(d.Bytes)}
+		if republish {
+			head.Header = append(head.Header, "expired (skipped)", "markers (skipped)")
+			row = append(row, humanize.Comma(int64(sum.SkippedExpired)), humanize.Comma(int64(sum.SkippedMarkers)))
+		}
+		head.Row(row...)
 		subjects := output.Table{Header: []string{"subject", "messages"}}
 		for _, s := range d.Subjects {
 			subjects.Row(s.Subject, humanize.Comma(int64(s.Messages)))
@@ -92,6 +104,7 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary) {
 	if sum.Unconfirmed > 0 {
 		line += fmt.Sprintf("; %s unconfirmed (sent, not acknowledged)", humanize.Comma(int64(sum.Unconfirmed)))
 	}
+	line += skippedSummary(sum)
 	if sum.Resumed > 0 {
 		line += fmt.Sprintf("; resumed after seq %d", sum.Resumed)
 	}
@@ -111,6 +124,19 @@ func printSummary(f *factory.Factory, o *options, sum replay.Summary) {
 		}
 		fmt.Fprintf(f.IO.ErrOut, "jetctl: %s could not be republished (%s %s)%s\n", output.Plural(uint64(n), "message"), seqs, seqList(sum.Failed), detail)
 	}
+}
+
+// skippedSummary is what a republish (or its dry run) did not copy, for
+// the summary line: messages whose TTL had passed, and markers.
+func skippedSummary(sum replay.Summary) string {
+	line := ""
+	if sum.SkippedExpired > 0 {
+		line += fmt.Sprintf("; %s skipped (TTL passed; --ttl keep copies them)", output.Plural(sum.SkippedExpired, "expired message"))
+	}
+	if sum.SkippedMarkers > 0 {
+		line += fmt.Sprintf("; %s skipped (--markers keep copies them)", output.Plural(sum.SkippedMarkers, "subject delete marker"))
+	}
+	return line
 }
 
 func seqList(seqs []uint64) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/output"
 	"github.com/jetctl/jetctl/cmd/streamflags"
 	"github.com/jetctl/jetctl/pkg/audit"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/replay"
 )
@@ -28,6 +29,10 @@ type options struct {
 	toContext    string
 	noProvenance bool
 	newMsgID     bool
+	ttl          string
+	ttlMode      envelope.TTLMode
+	markers      string
+	markersMode  replay.MarkersMode
 	toFile       string
 	fromFile     string
 	raw          bool
@@ -79,6 +84,8 @@ func NewCmd(f *factory.Factory) *cobra.Command {
 	fl.StringVar(&o.toContext, "to-context", "", "republish through this natscli context instead")
 	fl.BoolVar(&o.noProvenance, "no-provenance", false, "do not add Jetctl-Source-* headers to copies")
 	fl.BoolVar(&o.newMsgID, "new-msg-id", false, "copy again on purpose: message ids of this run's own, not deduplicated against earlier copies")
+	fl.StringVar(&o.ttl, "ttl", "", `what a copy does with the original's Nats-TTL: "remaining" (what is left of it; a message whose TTL has passed is skipped), "keep" (the whole TTL again) or "drop" (none) (default remaining)`)
+	fl.StringVar(&o.markers, "markers", "", `subject delete markers: "skip" them or "keep" them (default skip, keep when the target is a KV bucket's stream)`)
 	fl.StringVar(&o.toFile, "to-file", "", "write the JSON lines to this file")
 	fl.StringVar(&o.fromFile, "from-file", "", "read messages from a JSON-lines dump instead of a stream")
 	fl.BoolVar(&o.raw, "raw", false, "print payloads only, one a line")
@@ -91,6 +98,8 @@ func NewCmd(f *factory.Factory) *cobra.Command {
 	fl.BoolVar(&o.dryRun, "dry-run", false, "print the resolved range, counts and bytes per subject; publish and write nothing")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
 	fl.IntVar(&o.maxInFlight, "max-in-flight", 1024, "unacknowledged publishes at most, when republishing")
+	_ = cmd.RegisterFlagCompletionFunc("ttl", cobra.FixedCompletions(envelope.TTLModes, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("markers", cobra.FixedCompletions(replay.MarkersModes, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -114,12 +123,12 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 	// A dump is read whole before anything is published: a bad line is
 	// exit 2 naming it, with nothing sent.
 	if o.fromFile != "" {
-		file, err := openDump(ctx, o.fromFile)
+		file, info, err := openDump(ctx, o.fromFile)
 		if err != nil {
 			return err
 		}
 		defer file.Close()
-		cfg.Dump, cfg.DumpName = file, o.fromFile
+		cfg.Dump, cfg.DumpName, cfg.DumpInfo = file, o.fromFile, info
 	}
 	// Another cluster's context is resolved before connecting anywhere.
 	var target *natsconn.Resolved
@@ -153,7 +162,7 @@ func run(ctx context.Context, f *factory.Factory, o *options, stream string) err
 		return err
 	}
 	if o.dryRun {
-		if perr := printDryRun(p, sum); perr != nil && err == nil {
+		if perr := printDryRun(p, sum, o.to != ""); perr != nil && err == nil {
 			err = perr
 		}
 	}
@@ -214,5 +223,6 @@ func auditRepublish(ctx context.Context, f *factory.Factory, o *options, stream 
 		Counts: map[string]int64{
 			"messages": int64(sum.Messages), "bytes": int64(sum.Bytes), "duplicates": int64(sum.Duplicates),
 			"unconfirmed": int64(sum.Unconfirmed), "failed": int64(len(sum.Failed)),
+			"skipped_expired": int64(sum.SkippedExpired), "skipped_markers": int64(sum.SkippedMarkers),
 		}})
 }

@@ -36,6 +36,16 @@ type ConsumerResult struct {
 	WaitingPulls       int      `json:"waiting_pulls"`
 	DeadLetters        *int64   `json:"dead_letters"`
 	AckFloorAgeSeconds *float64 `json:"ack_floor_age_seconds"`
+	// PriorityPolicy and PriorityGroups: each group's pinned client and
+	// how long it has been pinned, as in consumer ls -o json.
+	PriorityPolicy string                   `json:"priority_policy"`
+	PriorityGroups []consumer.PriorityGroup `json:"priority_groups"`
+	// Replication is set for the server's own consumer through which a
+	// mirror or a sourcing stream reads this stream: its health is
+	// replication, its status OK, and none of jetctl's or natscli's
+	// consumer thresholds is judged on it (the reading stream's mirror or
+	// source check judges the replication).
+	Replication *consumer.Replication `json:"replication"`
 
 	// State is the health model's state of the consumer.
 	State *consumer.State `json:"-"`
@@ -46,9 +56,13 @@ func judgeConsumer(s *consumer.State, cfg Config) *ConsumerResult {
 		Health: s.Health, Severity: s.Severity, HealthReason: s.HealthReason, Findings: s.Findings,
 		Checks: []Check{}, Problems: append([]string{}, s.ReadErrors...),
 		LagSeconds: s.LagSeconds, Unprocessed: s.Unprocessed, AckPending: s.AckPending, Redelivered: s.Redelivered,
-		WaitingPulls: s.WaitingPulls, DeadLetters: s.DeadLetters, AckFloorAgeSeconds: s.AckFloorAgeSeconds}
+		WaitingPulls: s.WaitingPulls, DeadLetters: s.DeadLetters, AckFloorAgeSeconds: s.AckFloorAgeSeconds,
+		PriorityPolicy: s.PriorityPolicy, PriorityGroups: s.PriorityGroups, Replication: s.Replication}
 	if r.Findings == nil {
 		r.Findings = []consumer.Finding{}
+	}
+	if r.PriorityGroups == nil {
+		r.PriorityGroups = []consumer.PriorityGroup{}
 	}
 	if r.Severity == "" {
 		r.Severity = consumer.SeverityInfo
@@ -65,8 +79,13 @@ func judgeConsumer(s *consumer.State, cfg Config) *ConsumerResult {
 		r.Skipped = true
 		return r
 	}
-	r.Checks = append(r.Checks, modelChecks(s)...)
-	r.Checks = append(r.Checks, consumerNatscli(s.Info, effectiveMonitor(ConsumerSettings, meta, cfg.ConsumerMonitor))...)
+	if s.Replication != nil && s.Health == consumer.HealthReplication {
+		// The model judged nothing (replication); nor does natscli here.
+		r.Checks = append(r.Checks, Check{Name: "health", By: "jetctl", Status: OfSeverity(s.Severity), Message: s.HealthReason})
+	} else {
+		r.Checks = append(r.Checks, modelChecks(s, cfg)...)
+		r.Checks = append(r.Checks, consumerNatscli(s.Info, effectiveMonitor(ConsumerSettings, meta, cfg.ConsumerMonitor))...)
+	}
 	for _, c := range r.Checks {
 		r.Status = Worst(r.Status, c.Status)
 	}
@@ -81,7 +100,7 @@ func judgeConsumer(s *consumer.State, cfg Config) *ConsumerResult {
 // the finding the threshold gives, then the health word (the most urgent
 // of every finding). They never disagree with the word: they are read
 // from the same findings.
-func modelChecks(s *consumer.State) []Check {
+func modelChecks(s *consumer.State, cfg Config) []Check {
 	health := Check{Name: "health", By: "jetctl", Status: OfSeverity(s.Severity), Message: s.HealthReason}
 	if health.Message == "" {
 		health.Message = string(s.Health)
@@ -126,6 +145,9 @@ func modelChecks(s *consumer.State) []Check {
 		if s.AckFloorAgeSeconds != nil {
 			return fmt.Sprintf("work pending, ack floor moved %s ago", consumer.ShortDuration(time.Duration(*s.AckFloorAgeSeconds*float64(time.Second))))
 		}
+		if s.LastAckUnknown {
+			return "work pending, " + consumer.LastAckUnknownText
+		}
 		return "work pending"
 	})
 
@@ -142,7 +164,56 @@ func modelChecks(s *consumer.State) []Check {
 		judgeBy(&dead, s, consumer.FindingDeadLetters, func() string { return fmt.Sprintf("%d dead letters wait", *s.DeadLetters) })
 		checks = append(checks, dead)
 	}
+	if c, ok := priorityCheck(s, t, cfg); ok {
+		checks = append(checks, c)
+	}
 	return append(checks, health)
+}
+
+// FlagInactive is the flag of the inactive threshold: Config.Fixed names
+// it when given.
+const FlagInactive = "inactive"
+
+// priorityCheck is a pinned_client or overflow consumer's check: how long
+// messages have waited undelivered (PriorityGroup.UndeliveredSeconds),
+// critical from the inactive threshold, judged by the finding that
+// threshold gives (pinned-client-gone, overflow-threshold-not-reached).
+func priorityCheck(s *consumer.State, t consumer.Thresholds, cfg Config) (Check, bool) {
+	var name, findingID string
+	var g consumer.PriorityGroup
+	switch s.PriorityPolicy {
+	case consumer.PolicyPinnedClient:
+		name, findingID = "pinned-client", consumer.FindingPinnedClientGone
+		g, _ = s.PinnedGroup()
+	case consumer.PolicyOverflow:
+		name, findingID = "overflow", consumer.FindingOverflowNotReached
+		if len(s.PriorityGroups) > 0 {
+			g = s.PriorityGroups[0]
+		}
+	default:
+		return Check{}, false
+	}
+	critical := t.Inactive.Seconds()
+	c := Check{Name: name, By: "jetctl", Value: g.UndeliveredSeconds, Unit: "seconds", Critical: &critical,
+		CriticalSource: SourceDefault, CriticalSetting: "--" + FlagInactive}
+	if cfg.Fixed[FlagInactive] {
+		c.CriticalSource = SourceFlag
+	}
+	judgeBy(&c, s, findingID, func() string {
+		switch {
+		case name == "pinned-client" && g.PinnedClientID == "":
+			return "no client pinned"
+		case name == "pinned-client" && g.PinnedSeconds != nil:
+			return fmt.Sprintf("group %s pinned to client %s for %s", g.Group, g.PinnedClientID,
+				consumer.ShortDuration(time.Duration(*g.PinnedSeconds*float64(time.Second))))
+		case name == "pinned-client":
+			return fmt.Sprintf("group %s pinned to client %s", g.Group, g.PinnedClientID)
+		case s.Unprocessed == 0:
+			return "nothing unprocessed"
+		}
+		return "messages are delivered"
+	})
+	return c, true
 }
 
 // judgeBy sets a check's status and message from the finding the

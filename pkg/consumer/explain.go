@@ -57,6 +57,10 @@ const (
 	FindingIdle              = "idle"
 	FindingSkippedBacklog    = "deliver-policy-skipped-backlog"
 	FindingInterestHeld      = "interest-held-only-here"
+	// Priority groups (priority.go) and replication (replication.go).
+	FindingPinnedClientGone   = "pinned-client-gone"
+	FindingOverflowNotReached = "overflow-threshold-not-reached"
+	FindingReplication        = "replication-consumer"
 )
 
 // Finding is one named diagnosis of a consumer: what is wrong, the numbers

@@ -44,13 +44,17 @@ const (
 	HealthMisconfigured Health = "misconfigured"
 	// Info: worth knowing.
 	HealthIdle Health = "idle"
-	HealthOK   Health = "ok"
+	// HealthReplication: the server's own consumer, through which a
+	// mirror or a sourcing stream reads this stream; never judged like a
+	// worker's.
+	HealthReplication Health = "replication"
+	HealthOK          Health = "ok"
 )
 
 // healthOrder is every word, most urgent first.
 var healthOrder = []Health{HealthNoLeader, HealthStalled, HealthFailing, HealthPoison,
 	HealthPaused, HealthBehind, HealthDeadLetters, HealthDegraded, HealthMisconfigured,
-	HealthIdle, HealthOK}
+	HealthIdle, HealthReplication, HealthOK}
 
 // Severity orders health words for sorting: 0 is the most urgent.
 func (h Health) Severity() int {
@@ -79,23 +83,26 @@ func (h Health) Level() Severity {
 // word's Level unless a threshold sets it (behind, dead-letters,
 // ack-floor-frozen).
 var findingWord = map[string]Health{
-	FindingNoLeader:          HealthNoLeader,
-	FindingStalled:           HealthStalled,
-	FindingNoWorker:          HealthStalled,
-	FindingPushNoSubscriber:  HealthStalled,
-	FindingAckFloorFrozen:    HealthStalled,
-	FindingNothingAcked:      HealthFailing,
-	FindingPoison:            HealthPoison,
-	FindingPaused:            HealthPaused,
-	FindingBehind:            HealthBehind,
-	FindingDeadLetters:       HealthDeadLetters,
-	FindingMaxDeliverReached: HealthDeadLetters,
-	FindingReplicaLagging:    HealthDegraded,
-	FindingFilterNoMatch:     HealthMisconfigured,
-	FindingMaxDeliverNone:    HealthMisconfigured,
-	FindingIdle:              HealthIdle,
-	FindingSkippedBacklog:    HealthOK,
-	FindingInterestHeld:      HealthOK,
+	FindingNoLeader:           HealthNoLeader,
+	FindingStalled:            HealthStalled,
+	FindingNoWorker:           HealthStalled,
+	FindingPushNoSubscriber:   HealthStalled,
+	FindingAckFloorFrozen:     HealthStalled,
+	FindingPinnedClientGone:   HealthStalled,
+	FindingOverflowNotReached: HealthStalled,
+	FindingNothingAcked:       HealthFailing,
+	FindingPoison:             HealthPoison,
+	FindingPaused:             HealthPaused,
+	FindingBehind:             HealthBehind,
+	FindingDeadLetters:        HealthDeadLetters,
+	FindingMaxDeliverReached:  HealthDeadLetters,
+	FindingReplicaLagging:     HealthDegraded,
+	FindingFilterNoMatch:      HealthMisconfigured,
+	FindingMaxDeliverNone:     HealthMisconfigured,
+	FindingIdle:               HealthIdle,
+	FindingSkippedBacklog:     HealthOK,
+	FindingInterestHeld:       HealthOK,
+	FindingReplication:        HealthReplication,
 }
 
 // WordOf is the health word a finding gives.
@@ -147,6 +154,11 @@ func evaluate(ctx context.Context, ev *evaluation) error {
 	s.Thresholds, s.ThresholdSource = &eff, source
 	s.ReadErrors = append(s.ReadErrors, notes...)
 	s.thresholdNotes = notes
+	if s.Replication != nil && ev.ci != nil {
+		// The server's own: never judged like a worker's consumer.
+		ev.replication()
+		return ev.finish()
+	}
 	if s.NoLeader || ev.ci == nil {
 		ev.add(FindingNoLeader, "no server leads this consumer: nothing is delivered or acknowledged until one is elected",
 			"jetctl status", map[string]any{"asset": "consumer", "leader": ""})
@@ -155,11 +167,14 @@ func evaluate(ctx context.Context, ev *evaluation) error {
 	if err := ev.ackFloorAge(ctx); err != nil {
 		return err
 	}
+	ev.priorityFigures()
 	ev.cluster()
 	ev.paused()
 	ev.stalled()
 	ev.pushNoSubscriber()
 	ev.noWorker()
+	ev.pinnedClientGone()
+	ev.overflowNotReached()
 	ev.ackFloorFrozen()
 	ev.behind()
 	ev.deadLetters()
@@ -325,6 +340,12 @@ func (ev *evaluation) ackFloorAge(ctx context.Context) error {
 		moved = *ci.Delivered.Last
 	case ci.AckFloor.Last != nil:
 		moved = *ci.AckFloor.Last
+	case LastAckUnknown(ci):
+		// Something was acknowledged, and the server no longer says when:
+		// it forgets at a restart (TestFactRestartForgetsLastActive). The
+		// floor's age is unknown until the next ack; creation would call
+		// every consumer stalled for its whole life after each restart.
+		return nil
 	case !ci.Created.IsZero():
 		moved = ci.Created
 	default:
@@ -355,6 +376,21 @@ func (ev *evaluation) ackFloorAge(ctx context.Context) error {
 	age := max(0, s.Time.Sub(moved).Seconds())
 	s.AckFloorAgeSeconds = &age
 	return nil
+}
+
+// LastAckUnknownText says LastAckUnknown for people.
+const LastAckUnknownText = "last ack time unknown: the server forgets it when it restarts, and knows it again at the next ack"
+
+// LastAckUnknown reports whether the server no longer says when the
+// consumer's ack floor last moved though it has moved (the floor, or for
+// an ack policy none consumer the delivered cursor, is past 0): a server
+// forgets ack_floor.last_active and delivered.last_active when it
+// restarts, and keeps the floor (TestFactRestartForgetsLastActive).
+func LastAckUnknown(ci *jetstream.ConsumerInfo) bool {
+	if ci.Config.AckPolicy == jetstream.AckNonePolicy {
+		return ci.Delivered.Last == nil && ci.Delivered.Stream > 0
+	}
+	return ci.AckFloor.Last == nil && ci.AckFloor.Stream > 0
 }
 
 // firstPendingArrival reads when the first message after the ack floor

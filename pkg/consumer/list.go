@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/recorder"
 )
 
@@ -394,8 +395,8 @@ func ParseSortBy(s string) (SortBy, error) {
 	return "", fmt.Errorf("%w --sort %q: use lag, pending, health or name", ErrInvalid, s)
 }
 
-// ErrInvalid marks invalid input (a usage error).
-var ErrInvalid = errors.New("invalid")
+// ErrInvalid marks invalid input (a usage error, exit 2).
+var ErrInvalid = errkind.New(errkind.Invalid, "invalid")
 
 // parallel runs fn for 0..n-1 on up to workers goroutines and waits.
 func parallel(n, workers int, fn func(i int)) {

@@ -59,6 +59,11 @@ type State struct {
 	// LastActive is the later of the last delivery and the last ack; nil
 	// when there was neither.
 	LastActive *time.Time `json:"last_active"`
+	// LastAckUnknown: the consumer acknowledged something, and the server
+	// no longer says when (it forgets ack_floor.last_active when it
+	// restarts): AckFloorAgeSeconds is unknown until the next ack, and no
+	// stall is called on a guess.
+	LastAckUnknown bool `json:"last_ack_unknown"`
 	// OldestUnprocessedSeq is the stream sequence of the oldest message
 	// not yet delivered (the first one after DeliveredStreamSeq that
 	// matches the filter); 0 when there is none or it was not read.
@@ -89,6 +94,21 @@ type State struct {
 	// Leader is the server leading the consumer; "" when it has none or
 	// the server did not say.
 	Leader string `json:"leader"`
+	// PriorityPolicy is the consumer's priority policy (nats-server
+	// 2.11+): pinned_client, overflow or prioritized; "" for none.
+	PriorityPolicy string `json:"priority_policy"`
+	// PriorityTimeoutSeconds is, with pinned_client, how long the server
+	// keeps a group pinned to a client that stopped pulling
+	// (priority_timeout); nil otherwise.
+	PriorityTimeoutSeconds *float64 `json:"priority_timeout_seconds"`
+	// PriorityGroups are the consumer's priority groups, each with its
+	// pinned client and how long it has been pinned; [] when none.
+	PriorityGroups []PriorityGroup `json:"priority_groups"`
+	// Replication is set for a server-owned consumer, the one through
+	// which a mirror or a sourcing stream reads this stream: it is shown
+	// as replication and never judged like a worker's (its health is
+	// replication); nil for every other consumer.
+	Replication *Replication `json:"replication"`
 	// Health is the one-word health, the word of the most urgent
 	// finding; HealthReason is that finding's summary ("" for ok).
 	Health       Health `json:"health"`
@@ -199,6 +219,7 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 		AckFloorStreamSeq:    info.AckFloor.Stream,
 		AckFloorConsumerSeq:  info.AckFloor.Consumer,
 		LastActive:           later(info.Delivered.Last, info.AckFloor.Last),
+		LastAckUnknown:       LastAckUnknown(info),
 		Paused:               info.Paused,
 		PushBound:            info.PushBound,
 		Time:                 info.TimeStamp,
@@ -215,6 +236,8 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 		t := *cfg.PauseUntil
 		s.PausedUntil = &t
 	}
+	s.setPriority(info)
+	s.Replication = replicationOf(cfg)
 	if info.Cluster != nil {
 		s.Leader = info.Cluster.Leader
 		// A clustered consumer (it has replicas or a raft group) with no
@@ -245,7 +268,7 @@ func (s *State) setLag(seq uint64, at time.Time) {
 // missingState is a consumer the cluster knows of but whose state no
 // leader reported.
 func missingState(stream, name string, now time.Time) *State {
-	return &State{Stream: stream, Consumer: name, FilterSubjects: []string{}, NoLeader: true, Time: now}
+	return &State{Stream: stream, Consumer: name, FilterSubjects: []string{}, PriorityGroups: []PriorityGroup{}, NoLeader: true, Time: now}
 }
 
 func later(a, b *time.Time) *time.Time {
@@ -269,6 +292,9 @@ func ackPolicy(p jetstream.AckPolicy) string {
 		return "none"
 	case jetstream.AckAllPolicy:
 		return "all"
+	case jetstream.AckFlowControlPolicy:
+		// A replication consumer's (2.14+): acknowledged by flow control.
+		return "flow_control"
 	}
 	return "explicit"
 }

@@ -137,7 +137,8 @@ func TestHealthWords(t *testing.T) {
 func TestEveryFindingHasAWord(t *testing.T) {
 	ids := []string{FindingNoLeader, FindingStalled, FindingNoWorker, FindingPushNoSubscriber, FindingAckFloorFrozen, FindingNothingAcked, FindingPoison,
 		FindingPaused, FindingBehind, FindingDeadLetters, FindingMaxDeliverReached, FindingReplicaLagging, FindingFilterNoMatch,
-		FindingMaxDeliverNone, FindingIdle, FindingSkippedBacklog, FindingInterestHeld}
+		FindingMaxDeliverNone, FindingIdle, FindingSkippedBacklog, FindingInterestHeld,
+		FindingPinnedClientGone, FindingOverflowNotReached, FindingReplication}
 	words := map[Health]bool{}
 	for _, id := range ids {
 		if _, ok := findingWord[id]; !ok {

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,26 +92,37 @@ func WireSize(m *nats.Msg) int64 {
 	return size
 }
 
-// RedriveHeader is the header a redriven message carries: the original
-// headers restored, jetctl's provenance and DLQ headers dropped, the
-// redrive count incremented and Nats-Msg-Id set to msgID. The original
-// Nats-Msg-Id and Nats-Expected-* stay under Jetctl-Orig-: the first would
-// make the server drop the redrive as a duplicate, the others held for the
-// first publish only.
+// RedriveHeader is the header a redriven message carries, made of its DLQ
+// copy's header h by the dlq redrive column of the header table
+// (envelope.HeaderTable, docs/headers.md): jetctl's provenance and DLQ
+// headers are dropped, and so are the DLQ publish's own Nats-Msg-Id and
+// expectation; each of the original's headers (under its own name, or
+// under Jetctl-Orig-<Name> where the DLQ copy moved it aside) goes back to
+// its name only where the redrive's fate for it is keep. The others stay
+// under Jetctl-Orig-<Name>, where the server does not act on them: a
+// redrive never repeats a rollup, batch, schedule or increment the
+// original publish performed. The redrive count is incremented and
+// Nats-Msg-Id set to msgID. Nats-TTL stays renamed here: the redrive sets
+// the copy's TTL by what is left of it (see redriveTTL).
 func RedriveHeader(h nats.Header, redrives int, msgID string) nats.Header {
-	var drop []string
-	for k := range h {
-		// Server headers under their own names are the DLQ publish's
-		// own (its Nats-Msg-Id and expectation), not the original's.
-		if strings.HasPrefix(k, "Jetctl-Source-") || strings.HasPrefix(k, "Jetctl-Dlq-") || envelope.IsServerHeader(k) {
-			drop = append(drop, k)
+	out := make(nats.Header, len(h)+2)
+	for k, vs := range h {
+		name, renamed := strings.CutPrefix(k, envelope.OrigPrefix)
+		switch {
+		case strings.HasPrefix(k, "Jetctl-Source-") || strings.HasPrefix(k, "Jetctl-Dlq-"):
+			continue
+		case !renamed && envelope.FateOf(envelope.CmdDLQ, k) == envelope.Own:
+			// The DLQ publish's own Nats-Msg-Id and expectation: the
+			// original's are under Jetctl-Orig-.
+			continue
 		}
-	}
-	out := envelope.RestoreHeader(h, drop...)
-	for k, vs := range out {
-		if k == jetstream.MsgIDHeader || strings.HasPrefix(k, "Nats-Expected-") {
-			delete(out, k)
-			out[envelope.OrigPrefix+k] = vs
+		switch envelope.FateOf(envelope.CmdRedrive, name) {
+		case envelope.Keep:
+			out[name] = slices.Clone(vs)
+		case envelope.Drop:
+		default:
+			// rename, own, ttl and refuse: the original's stays aside.
+			out[envelope.OrigPrefix+name] = slices.Clone(vs)
 		}
 	}
 	out.Set(HeaderRedrives, strconv.Itoa(redrives+1))

@@ -3,7 +3,9 @@ package dlq
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +95,32 @@ func TestBuildCopyFollowsHeaderTable(t *testing.T) {
 	m := &envelope.Message{Stream: "ORDERS", Seq: 7, Subject: "ORDERS.new", Time: time.Now(), Header: orig, Data: []byte("x")}
 	c := BuildCopy(Names{SubjectPrefix: "$DLQ.ORDERS"}, m, Advisory{Consumer: "w", Deliveries: 2}, time.Now())
 	envelopetest.CheckFates(t, envelope.CmdDLQ, orig, c.Header)
+}
+
+// A redrive gives every header the server acts on the fate of the table's
+// dlq redrive column (docs/headers.md): the dead letter's copy, built as
+// a sweep builds it, then the redrive's header made of that copy.
+func TestRedriveHeaderFollowsHeaderTable(t *testing.T) {
+	orig := envelopetest.EveryHeader()
+	m := &envelope.Message{Stream: "ORDERS", Seq: 7, Subject: "ORDERS.new", Time: time.Now(), Header: orig, Data: []byte("x")}
+	c := BuildCopy(Names{SubjectPrefix: "$DLQ.ORDERS"}, m, Advisory{Consumer: "w", Deliveries: 2}, time.Now())
+	got := RedriveHeader(c.Header, 0, "redrive:DLQ_ORDERS:1")
+	envelopetest.CheckFates(t, envelope.CmdRedrive, orig, got)
+	// The fates CheckFates leaves to the command: the increment (refuse:
+	// the redrive refuses a counter's dead letter before sending) and the
+	// TTL (ttl: the redrive sets what is left of it, redriveTTL) stay
+	// aside in the header itself.
+	for _, name := range []string{"Nats-Incr", "Nats-TTL"} {
+		if len(got[name]) > 0 || !slices.Equal(got[envelope.OrigPrefix+name], orig[name]) {
+			t.Errorf("%s: got %q and %s%s %q, want it under the second name only", name, got[name], envelope.OrigPrefix, name, got[envelope.OrigPrefix+name])
+		}
+	}
+	if got.Get(HeaderRedrives) != "1" || got.Get("Nats-Msg-Id") != "redrive:DLQ_ORDERS:1" {
+		t.Errorf("redrive count %q, id %q", got.Get(HeaderRedrives), got.Get("Nats-Msg-Id"))
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "Jetctl-Source-") || (strings.HasPrefix(k, "Jetctl-Dlq-") && k != HeaderRedrives) {
+			t.Errorf("the redrive carries the DLQ's %s", k)
+		}
+	}
 }

@@ -85,7 +85,7 @@ func TestBuildCopyAndRedriveHeader(t *testing.T) {
 	}
 	want = map[string]string{
 		"Nats-Msg-Id": "redrive:DLQ_ORDERS:7", "Jetctl-Orig-Nats-Msg-Id": "orig",
-		"Jetctl-Orig-Nats-Expected-Last-Sequence": "41", "Nats-TTL": "1h", "Trace": "t1", "Jetctl-Dlq-Redrives": "2",
+		"Jetctl-Orig-Nats-Expected-Last-Sequence": "41", "Jetctl-Orig-Nats-TTL": "1h", "Trace": "t1", "Jetctl-Dlq-Redrives": "2",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("redrive headers\n got %v\nwant %v", got, want)

@@ -5,7 +5,9 @@ package dlq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -295,5 +297,152 @@ func TestFactTermOnAckSubjectTakesOneMessage(t *testing.T) {
 	}
 	if si, _ := st.Info(ctx); si.State.Msgs != 3 {
 		t.Fatalf("the limits stream holds %d messages, want 3", si.State.Msgs)
+	}
+}
+
+// What a publish does to the other messages of the stream it lands in,
+// by the stream's limits: the facts behind the redrive's refusals
+// (docs/dlq.md, "What a redrive never does"). A redrive is a new publish
+// of an old message; where the server removes another message to store
+// it, the redrive would act on messages it never touched.
+
+// limitsStream creates a stream L on L.> with edit applied, and publishes
+// each "subject=payload" of msgs.
+func limitsStream(t *testing.T, edit func(*jetstream.StreamConfig), msgs ...string) (jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	cfg := jetstream.StreamConfig{Name: "L", Subjects: []string{"L.>"}}
+	edit(&cfg)
+	st, err := js.CreateStream(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		subject, data, _ := strings.Cut(m, "=")
+		if _, err := js.Publish(ctx, subject, []byte(data)); err != nil {
+			t.Fatalf("publish %s: %v", m, err)
+		}
+	}
+	return js, st
+}
+
+// stored lists the stream's messages as "subject=payload", in order.
+func stored(t *testing.T, st jetstream.Stream) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	si, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for seq := si.State.FirstSeq; seq <= si.State.LastSeq && si.State.Msgs > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m.Subject+"="+string(m.Data))
+	}
+	return strings.Join(out, " ")
+}
+
+// republish publishes subject=data again, as a redrive would, and returns
+// the server's refusal, if any.
+func republish(t *testing.T, js jetstream.JetStream, m string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	subject, data, _ := strings.Cut(m, "=")
+	_, err := js.Publish(ctx, subject, []byte(data))
+	return err
+}
+
+// max_msgs_per_subject: a publish onto a subject that holds its limit
+// removes the oldest message on that subject, whatever the discard
+// policy (discard new refuses only with discard_new_per_subject). With
+// history 1 (a KV bucket's stream, a last-value stream) the message
+// removed is the subject's current value, newer than the dead letter
+// republished over it.
+func TestFactPerSubjectLimitRemovesTheSubjectsOldest(t *testing.T) {
+	for _, discard := range []jetstream.DiscardPolicy{jetstream.DiscardOld, jetstream.DiscardNew} {
+		js, st := limitsStream(t, func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 1; c.Discard = discard },
+			"L.k=current", "L.other=x")
+		if err := republish(t, js, "L.k=dead letter"); err != nil {
+			t.Fatalf("discard %s: %v", discard, err)
+		}
+		if got := stored(t, st); got != "L.other=x L.k=dead letter" {
+			t.Fatalf("discard %s: the stream holds %s; want the current value of L.k gone", discard, got)
+		}
+	}
+}
+
+// discard_new_per_subject (with discard new): the publish onto a full
+// subject is refused instead, and nothing is removed.
+func TestFactDiscardNewPerSubjectRefuses(t *testing.T) {
+	js, st := limitsStream(t, func(c *jetstream.StreamConfig) {
+		c.MaxMsgsPerSubject, c.Discard, c.DiscardNewPerSubject = 1, jetstream.DiscardNew, true
+	}, "L.k=current")
+	err := republish(t, js, "L.k=dead letter")
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != errStoreFailed || !strings.Contains(apiErr.Description, "maximum messages per subject exceeded") {
+		t.Fatalf("publish onto a full subject: %v; want error %d, maximum messages per subject exceeded", err, errStoreFailed)
+	}
+	if got := stored(t, st); got != "L.k=current" {
+		t.Fatalf("the stream holds %s", got)
+	}
+}
+
+// max_msgs with discard new: the publish into a full stream is refused,
+// and nothing is removed.
+func TestFactDiscardNewRefusesAtStreamLimit(t *testing.T) {
+	js, st := limitsStream(t, func(c *jetstream.StreamConfig) { c.MaxMsgs, c.Discard = 2, jetstream.DiscardNew }, "L.a=1", "L.b=2")
+	err := republish(t, js, "L.k=dead letter")
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != errStoreFailed || !strings.Contains(apiErr.Description, "maximum messages exceeded") {
+		t.Fatalf("publish into a full stream: %v; want error %d, maximum messages exceeded", err, errStoreFailed)
+	}
+	if got := stored(t, st); got != "L.a=1 L.b=2" {
+		t.Fatalf("the stream holds %s", got)
+	}
+}
+
+// max_msgs (and max_bytes) with discard old: the publish into a full
+// stream removes the stream's oldest message, on any subject: what every
+// publish into that stream does, the dead letter's first one included.
+func TestFactDiscardOldRemovesTheStreamsOldest(t *testing.T) {
+	js, st := limitsStream(t, func(c *jetstream.StreamConfig) { c.MaxMsgs = 2 }, "L.a=1", "L.b=2")
+	if err := republish(t, js, "L.k=dead letter"); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(t, st); got != "L.b=2 L.k=dead letter" {
+		t.Fatalf("the stream holds %s", got)
+	}
+}
+
+// errStoreFailed is the server's JSStreamStoreFailedF: a publish the
+// stream's limits refuse.
+const errStoreFailed jetstream.ErrorCode = 10077
+
+// interest retention: a publish no consumer receives is acknowledged and
+// dropped at once. A redrive there, with its dead letter's consumer gone,
+// would be acknowledged, its DLQ copy deleted, and the message lost.
+func TestFactInterestStreamDropsWhatNoConsumerReceives(t *testing.T) {
+	js, st := limitsStream(t, func(c *jetstream.StreamConfig) { c.Retention = jetstream.InterestPolicy })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "other", FilterSubject: "L.other", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.Publish(ctx, "L.k", []byte("dead letter"))
+	if err != nil || ack.Sequence != 1 {
+		t.Fatalf("publish: %v %v; want it acknowledged at seq 1", ack, err)
+	}
+	if got := stored(t, st); got != "" {
+		t.Fatalf("the stream holds %s; want nothing", got)
 	}
 }

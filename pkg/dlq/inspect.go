@@ -177,6 +177,12 @@ func Each(ctx context.Context, js jetstream.JetStream, dlqStream string, sel Sel
 	if err != nil {
 		return err
 	}
+	return eachIn(ctx, js, r, sel, emit)
+}
+
+// eachIn is Each over a range resolved before: a redrive reads the same
+// messages twice, to check them and to send them.
+func eachIn(ctx context.Context, js jetstream.JetStream, r streamread.Range, sel Select, emit func(Entry) error) error {
 	return streamread.Read(ctx, js, r, func(m *envelope.Message) error {
 		e := EntryFrom(m)
 		if !sel.keep(e) {

@@ -10,9 +10,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
 	"github.com/jetctl/jetctl/pkg/mover"
+	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
 // RedriveConfig says what to send back.
@@ -36,7 +38,11 @@ type RedriveConfig struct {
 	// (see retry.go); a redrive that would reach other consumers is
 	// refused (*RefusedRedrive) before anything is sent.
 	AllConsumers bool
-	LockTTL      time.Duration
+	// IncludeExpired sends a dead letter whose TTL has passed with its
+	// original TTL again; without it, such a message is skipped
+	// (StatusExpired) and left in the DLQ.
+	IncludeExpired bool
+	LockTTL        time.Duration
 	// OnRecord hears of every selected message.
 	OnRecord func(RedriveRecord)
 	Progress func(RedriveSummary)
@@ -47,6 +53,8 @@ const (
 	StatusRedriven     = "redriven"
 	StatusWouldRedrive = "would_redrive"
 	StatusRefused      = "refused"
+	// StatusExpired: the original's TTL has passed; left in the DLQ.
+	StatusExpired = "expired"
 )
 
 // RedriveRecord is what happened to one DLQ message.
@@ -66,7 +74,11 @@ type RedriveRecord struct {
 	Duplicate  bool   `json:"duplicate,omitempty"`
 	DLQDeleted bool   `json:"dlq_deleted"`
 	Size       int    `json:"size"`
-	Error      string `json:"error,omitempty"`
+	// TTL is the Nats-TTL the redriven message carries (or would): what
+	// was left of the original's, or with --include-expired the
+	// original's again; empty when the original had none.
+	TTL   string `json:"ttl,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // RedriveSummary counts what a redrive did. Redriven and Duplicates are
@@ -75,16 +87,19 @@ type RedriveRecord struct {
 // earlier, interrupted redrive stored it, or this run's own publish whose
 // acknowledgement was lost). The DLQ copy of either is deleted.
 type RedriveSummary struct {
-	DLQStream   string  `json:"dlq_stream"`
-	Selected    int     `json:"selected"`
-	Redriven    int     `json:"redriven"`
-	Duplicates  int     `json:"duplicates"`
-	WouldRedriv int     `json:"would_redrive,omitempty"`
-	Refused     int     `json:"refused"`
-	Failed      int     `json:"failed"`
-	Bytes       int64   `json:"bytes"`
-	Seconds     float64 `json:"seconds"`
-	PerSecond   float64 `json:"messages_per_second"`
+	DLQStream   string `json:"dlq_stream"`
+	Selected    int    `json:"selected"`
+	Redriven    int    `json:"redriven"`
+	Duplicates  int    `json:"duplicates"`
+	WouldRedriv int    `json:"would_redrive,omitempty"`
+	Refused     int    `json:"refused"`
+	Failed      int    `json:"failed"`
+	// Expired counts the dead letters whose TTL had passed, left in the
+	// DLQ (without IncludeExpired).
+	Expired   int     `json:"expired"`
+	Bytes     int64   `json:"bytes"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"messages_per_second"`
 }
 
 type redriveItem struct {
@@ -97,6 +112,11 @@ type redriveItem struct {
 	// before it was sent, so nothing is reported; retry: to the retry
 	// subject of its consumer.
 	send, skipped, retry bool
+	// others are the consumers besides its own that its original subject
+	// would reach, when it is refused for them.
+	others []string
+	// ttl is the original's TTL.
+	ttl deadTTL
 }
 
 // errMaxReached ends the read when Max messages are redriven.
@@ -116,6 +136,12 @@ type redriver struct {
 	cfg RedriveConfig
 	// route decides where a message goes (nil with To).
 	route *router
+	// rng is the part of the DLQ the redrive reads: fixed by the
+	// preflight, so that the redrive sends only what it checked.
+	rng streamread.Range
+	// now is the redrive's start: a TTL that passes during the redrive
+	// is found so when its message is sent (redriveTTL), not before.
+	now time.Time
 	// win publishes the messages (nil in a dry run); del deletes the DLQ
 	// copies (nil in a dry run and with Keep).
 	win *mover.Window
@@ -135,21 +161,26 @@ type redriver struct {
 // subjects and deletes each DLQ copy once its publish is acknowledged.
 func Redrive(ctx context.Context, js jetstream.JetStream, cfg RedriveConfig) (sum *RedriveSummary, err error) {
 	r := &redriver{js: js, cfg: cfg, start: time.Now(), sum: RedriveSummary{DLQStream: cfg.DLQStream}}
+	r.now = r.start
 	st, err := js.Stream(ctx, cfg.DLQStream)
 	if err != nil {
 		return nil, fmt.Errorf("stream %q: %w", cfg.DLQStream, err)
 	}
 	work := context.WithoutCancel(ctx)
-	// Where each message goes, decided (and a redrive that would reach
-	// other consumers refused) before anything changes.
+	// Where each message goes, decided, and a redrive that would reach
+	// other consumers, or make the target act on other messages, refused
+	// before anything changes.
 	if cfg.To == "" {
 		source := st.CachedInfo().Config.Metadata[MetaSource]
 		if r.route, err = newRouter(ctx, js, source, cfg.AllConsumers); err != nil {
 			return nil, err
 		}
-		if err := r.route.check(ctx, js, cfg); err != nil {
-			return nil, err
-		}
+	}
+	if r.rng, err = streamread.Resolve(ctx, js, streamread.Config{Stream: cfg.DLQStream}); err != nil {
+		return nil, err
+	}
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
 	}
 	if !cfg.DryRun {
 		lock, lerr := lease.Acquire(ctx, js, RedriveLockKey(cfg.DLQStream), cfg.LockTTL, "jetctl dlq unlock --redrive --dlq-stream "+cfg.DLQStream)
@@ -215,7 +246,7 @@ func (r *redriver) run(ctx, work context.Context) error {
 	var readErr error
 	go func() {
 		defer close(in)
-		readErr = Each(ctx, r.js, r.cfg.DLQStream, r.cfg.Select, func(e Entry) error {
+		readErr = eachIn(ctx, r.js, r.rng, r.cfg.Select, func(e Entry) error {
 			// Interrupted: take no new work; what is in flight is settled.
 			if err := ctx.Err(); err != nil {
 				return err
@@ -242,15 +273,17 @@ func (r *redriver) run(ctx, work context.Context) error {
 	return readErr
 }
 
-// admit decides what becomes of a selected DLQ message: where it goes
-// (its original subject, its consumer's retry subject, or To), or why it
-// is refused; a dry run stops there.
-func (r *redriver) admit(e Entry) *redriveItem {
+// decide decides what becomes of a selected DLQ message, as the
+// preflight and the redrive both see it: where it goes (its original
+// subject, its consumer's retry subject, or To), or why it is refused or
+// left (an expired TTL). A message it leaves without a status is to be
+// sent.
+func (r *redriver) decide(e Entry) *redriveItem {
 	cfg := r.cfg
 	it := &redriveItem{e: e}
-	subject, retry, others := cfg.To, false, []string(nil)
+	subject, retry := cfg.To, false
 	if subject == "" && e.Subject != "" {
-		subject, retry, others = r.route.route(e)
+		subject, retry, it.others = r.route.route(e)
 	}
 	it.retry = retry
 	it.rec = RedriveRecord{DLQStream: e.DLQStream, DLQSeq: e.DLQSeq, SourceStream: e.SourceStream, SourceSeq: e.SourceSeq,
@@ -258,10 +291,14 @@ func (r *redriver) admit(e Entry) *redriveItem {
 	if retry {
 		it.rec.OriginalSubject = originalSubject(e)
 	}
+	var ttlErr error
+	if e.Message != nil {
+		it.ttl, ttlErr = ttlOf(e.Message.Header)
+	}
 	switch {
-	case len(others) > 0:
+	case len(it.others) > 0:
 		it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("its original subject reaches %s too, and %q has no retry subject (jetctl dlq setup --stream %s --consumer %s --retry-subject, or --all-consumers)",
-			quoteList(others), e.Consumer, r.route.stream, e.Consumer)
+			quoteList(it.others), e.Consumer, r.route.stream, e.Consumer)
 	case subject == "":
 		it.rec.Status, it.rec.Error = StatusFailed, "no original subject (Jetctl-Source-Subject header missing)"
 	case e.PayloadOmitted > 0:
@@ -270,8 +307,25 @@ func (r *redriver) admit(e Entry) *redriveItem {
 	case cfg.MaxRedrives > 0 && e.Redrives >= cfg.MaxRedrives:
 		it.rec.Status, it.rec.Error = StatusRefused, fmt.Sprintf("already redriven %d %s (--max-redrives %d)",
 			e.Redrives, english.PluralWord(e.Redrives, "time", "times"), cfg.MaxRedrives)
-	case cfg.DryRun:
+	case ttlErr != nil:
+		it.rec.Status, it.rec.Error = StatusRefused, ttlErr.Error()
+	case it.ttl.orig != nil && !cfg.IncludeExpired && it.ttl.at(r.now).Expired:
+		it.rec.Status, it.rec.Error = StatusExpired, expiredReason(it.ttl.at(r.now), it.ttl.orig.Get(envelope.TTLHeader))
+	}
+	return it
+}
+
+// admit decides what becomes of a selected DLQ message (decide); a dry
+// run stops there, with the TTL the message would carry.
+func (r *redriver) admit(e Entry) *redriveItem {
+	it := r.decide(e)
+	switch {
+	case it.rec.Status != "":
+	case r.cfg.DryRun:
 		it.rec.Status, it.rec.Redrives = StatusWouldRedrive, e.Redrives+1
+		if it.ttl.orig != nil {
+			it.rec.TTL, _ = redriveTTL(nats.Header{}, it.ttl, r.now, r.cfg.IncludeExpired)
+		}
 		r.admitted++
 	default:
 		it.send = true
@@ -289,6 +343,15 @@ func (r *redriver) publish(ctx context.Context, it *redriveItem) {
 	}
 	if !r.stopped && ctx.Err() == nil {
 		h := RedriveHeader(it.e.Message.Header, it.e.Redrives, RedriveMsgID(it.e.DLQStream, it.e.DLQSeq))
+		ttl, expired := redriveTTL(h, it.ttl, time.Now(), r.cfg.IncludeExpired)
+		if expired {
+			// Its TTL passed while the redrive ran.
+			st := it.ttl.at(time.Now())
+			it.rec.Status, it.rec.Error = StatusExpired, expiredReason(st, it.ttl.orig.Get(envelope.TTLHeader))
+			it.e.Message = nil
+			return
+		}
+		it.rec.TTL = ttl
 		if it.retry {
 			h.Set(HeaderRedriveSubject, it.rec.OriginalSubject)
 		} else if r.cfg.To == "" {
@@ -359,6 +422,8 @@ func (r *redriver) finish(it *redriveItem) {
 		r.sum.Refused++
 	case rec.Status == StatusFailed:
 		r.sum.Failed++
+	case rec.Status == StatusExpired:
+		r.sum.Expired++
 	}
 	if r.cfg.OnRecord != nil {
 		r.cfg.OnRecord(rec)

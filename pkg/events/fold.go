@@ -21,6 +21,9 @@ type Row struct {
 	MinSeq, MaxSeq uint64
 	// Last is when the burst's last event was stored.
 	Last time.Time
+	// Streams and Consumers count the recoveries of a server restart's
+	// burst.
+	Streams, Consumers int
 }
 
 // Text says the row in one line.
@@ -44,25 +47,43 @@ func (r *Row) Text() string {
 		return fmt.Sprintf("%d consumers created (the first %s)%s", r.Count, r.First.Consumer, until)
 	case TypeConsumerDeleted:
 		return fmt.Sprintf("%d consumers deleted (the first %s)%s", r.Count, r.First.Consumer, until)
+	case TypeStreamRecovered, TypeConsumerRecovered:
+		return recoveryText(r.Streams, r.Consumers) + until
 	}
 	return fmt.Sprintf("%d × %s%s", r.Count, r.First.Text, until)
 }
 
 // Consumer is the row's consumer: none for a burst of several consumers.
 func (r *Row) Consumer() string {
-	if r.Count > 1 && (r.First.Type == TypeConsumerCreated || r.First.Type == TypeConsumerDeleted) {
+	if r.Count > 1 && (r.First.Type == TypeConsumerCreated || r.First.Type == TypeConsumerDeleted || recovery(r.First)) {
 		return ""
 	}
 	return r.First.Consumer
+}
+
+// Stream is the row's stream: none for a restart's recoveries, which are
+// of every stream.
+func (r *Row) Stream() string {
+	if r.Count > 1 && recovery(r.First) {
+		return ""
+	}
+	return r.First.Stream
+}
+
+func recovery(e *Event) bool {
+	return e.Type == TypeStreamRecovered || e.Type == TypeConsumerRecovered
 }
 
 type foldKey struct{ kind, stream, consumer string }
 
 // foldKeyOf is the burst an event may fold into: dead letters and NAKs
 // per consumer; consumers created or deleted per stream (ephemeral
-// consumers, such as every ordered reader's, come and go in bursts).
+// consumers, such as every ordered reader's, come and go in bursts); the
+// streams and consumers a server restart recovered, all of them.
 func foldKeyOf(e *Event) (foldKey, bool) {
 	switch e.Type {
+	case TypeStreamRecovered, TypeConsumerRecovered:
+		return foldKey{kind: "recovered"}, true
 	case TypeMaxDeliveries, TypeTerminated, TypeNak:
 		return foldKey{e.Type, e.Stream, e.Consumer}, true
 	case TypeConsumerCreated, TypeConsumerDeleted:
@@ -100,6 +121,7 @@ func (f *Folder) Add(e *Event) error {
 		if r := f.open[k]; r != nil && e.Time.Before(r.First.Time.Add(FoldWindow)) {
 			r.Count++
 			r.Last = e.Time
+			r.countRecovery(e)
 			if e.Seq > 0 {
 				r.MinSeq, r.MaxSeq = min(r.MinSeq, e.Seq), max(r.MaxSeq, e.Seq)
 			}
@@ -107,6 +129,7 @@ func (f *Folder) Add(e *Event) error {
 		}
 	}
 	r := &Row{First: e, Count: 1, MinSeq: e.Seq, MaxSeq: e.Seq, Last: e.Time}
+	r.countRecovery(e)
 	if foldable {
 		f.open[k] = r
 	}
@@ -117,6 +140,15 @@ func (f *Folder) Add(e *Event) error {
 		}
 	}
 	return f.release(e.Time)
+}
+
+func (r *Row) countRecovery(e *Event) {
+	switch e.Type {
+	case TypeStreamRecovered:
+		r.Streams++
+	case TypeConsumerRecovered:
+		r.Consumers++
+	}
 }
 
 // pop emits the row at the head of the queue, closing its burst.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dustin/go-humanize"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,12 @@ import (
 const (
 	DefaultMaxAge   = 7 * 24 * time.Hour
 	DefaultMaxBytes = int64(1 << 30)
+	// DefaultMaxPerSubject bounds the events of one subject (one kind, of
+	// one stream or consumer): a poison message NAKed in a hot loop sends
+	// hundreds of thousands of NAK advisories a minute, all on one
+	// subject, and without it they would push every older event and audit
+	// record out of the recorder's MaxBytes.
+	DefaultMaxPerSubject = int64(100_000)
 )
 
 // RecordConfig says how the recorder keeps what it captures.
@@ -29,6 +36,10 @@ type RecordConfig struct {
 	// first); 0 takes the default, or an existing recorder's.
 	MaxAge   time.Duration
 	MaxBytes int64
+	// MaxPerSubject bounds the events kept per subject (the newest);
+	// 0 takes the default for a new recorder, an existing recorder's
+	// otherwise.
+	MaxPerSubject int64
 	// Replicas of the recorder; 0 takes an existing recorder's, else 3
 	// on a cluster and 1 on a single server.
 	Replicas int
@@ -45,13 +56,15 @@ type RecordResult struct {
 	Subjects []string `json:"subjects"`
 	// MaxAge is in seconds, as the server's stream info gives it in Go
 	// duration nanoseconds; MaxAgeText says it for people ("7d").
-	MaxAge     float64                `json:"max_age_seconds"`
-	MaxAgeText string                 `json:"max_age"`
-	MaxBytes   int64                  `json:"max_bytes"`
-	Replicas   int                    `json:"replicas"`
-	Changed    bool                   `json:"changed"`
-	DryRun     bool                   `json:"dry_run"`
-	Resources  []setupresult.Resource `json:"resources"`
+	MaxAge     float64 `json:"max_age_seconds"`
+	MaxAgeText string  `json:"max_age"`
+	MaxBytes   int64   `json:"max_bytes"`
+	// MaxPerSubject is the most events kept per subject (-1: no limit).
+	MaxPerSubject int64                  `json:"max_per_subject"`
+	Replicas      int                    `json:"replicas"`
+	Changed       bool                   `json:"changed"`
+	DryRun        bool                   `json:"dry_run"`
+	Resources     []setupresult.Resource `json:"resources"`
 	// Adopted are the DLQ captures that now read the recorder.
 	Adopted []string `json:"adopted"`
 	// Recovered counts the advisories the hand-over's safety net
@@ -65,7 +78,7 @@ type RecordResult struct {
 // again with the same config it changes nothing. Everything that can
 // refuse is checked before the first change.
 func Record(ctx context.Context, js jetstream.JetStream, cfg RecordConfig) (*RecordResult, error) {
-	if cfg.MaxAge < 0 || cfg.MaxBytes < 0 || cfg.Replicas < 0 || cfg.Replicas > 5 {
+	if cfg.MaxAge < 0 || cfg.MaxBytes < 0 || cfg.MaxPerSubject < 0 || cfg.Replicas < 0 || cfg.Replicas > 5 {
 		return nil, invalidf("limits must be positive and replicas between 1 and 5")
 	}
 	existing, err := recorder.Lookup(ctx, js)
@@ -81,7 +94,7 @@ func Record(ctx context.Context, js jetstream.JetStream, cfg RecordConfig) (*Rec
 		return nil, err
 	}
 	res := &RecordResult{Stream: recorder.Stream, Subjects: want.Subjects, MaxAge: want.MaxAge.Seconds(), MaxAgeText: units.FormatDuration(want.MaxAge),
-		MaxBytes: want.MaxBytes, Replicas: want.Replicas, DryRun: cfg.DryRun, Resources: []setupresult.Resource{}, Adopted: []string{}}
+		MaxBytes: want.MaxBytes, MaxPerSubject: want.MaxMsgsPerSubject, Replicas: want.Replicas, DryRun: cfg.DryRun, Resources: []setupresult.Resource{}, Adopted: []string{}}
 	add := func(kind, name, action, detail string) {
 		res.Resources = append(res.Resources, setupresult.Resource{Kind: kind, Name: name, Action: action, Detail: detail})
 		if action != setupresult.ActionExists {
@@ -133,24 +146,28 @@ func Record(ctx context.Context, js jetstream.JetStream, cfg RecordConfig) (*Rec
 // recorder's, over the defaults.
 func desired(js jetstream.JetStream, existing *jetstream.StreamInfo, cfg RecordConfig) *jetstream.StreamConfig {
 	want := &jetstream.StreamConfig{
-		Name:        recorder.Stream,
-		Description: "JetStream advisories and jetctl audit records, kept by jetctl events record",
-		Subjects:    recorder.Subjects(),
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      DefaultMaxAge,
-		MaxBytes:    DefaultMaxBytes,
-		Replicas:    1,
-		AllowDirect: true,
-		Metadata:    map[string]string{recorder.MetaRole: recorder.Role},
+		Name:              recorder.Stream,
+		Description:       "JetStream advisories and jetctl audit records, kept by jetctl events record",
+		Subjects:          recorder.Subjects(),
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Discard:           jetstream.DiscardOld,
+		MaxAge:            DefaultMaxAge,
+		MaxBytes:          DefaultMaxBytes,
+		MaxMsgsPerSubject: DefaultMaxPerSubject,
+		Replicas:          1,
+		AllowDirect:       true,
+		Metadata:          map[string]string{recorder.MetaRole: recorder.Role},
 	}
 	if js.Conn().ConnectedClusterName() != "" {
 		want.Replicas = 3
 	}
 	if existing != nil {
 		c := existing.Config
-		want.MaxAge, want.MaxBytes, want.Replicas = c.MaxAge, c.MaxBytes, c.Replicas
+		want.MaxAge, want.MaxBytes, want.MaxMsgsPerSubject, want.Replicas = c.MaxAge, c.MaxBytes, c.MaxMsgsPerSubject, c.Replicas
+	}
+	if cfg.MaxPerSubject > 0 {
+		want.MaxMsgsPerSubject = cfg.MaxPerSubject
 	}
 	if cfg.MaxAge > 0 {
 		want.MaxAge = cfg.MaxAge
@@ -177,6 +194,9 @@ func configDiff(have, want *jetstream.StreamConfig) string {
 	if have.MaxBytes != want.MaxBytes {
 		d = append(d, fmt.Sprintf("max_bytes %s → %s", bytesText(have.MaxBytes), bytesText(want.MaxBytes)))
 	}
+	if have.MaxMsgsPerSubject != want.MaxMsgsPerSubject {
+		d = append(d, fmt.Sprintf("max_msgs_per_subject %s → %s", countText(have.MaxMsgsPerSubject), countText(want.MaxMsgsPerSubject)))
+	}
 	if have.Replicas != want.Replicas {
 		d = append(d, fmt.Sprintf("replicas %d → %d", have.Replicas, want.Replicas))
 	}
@@ -197,8 +217,15 @@ func sameSubjects(a, b []string) bool {
 }
 
 func limitsDetail(c *jetstream.StreamConfig) string {
-	return fmt.Sprintf("%s for %s, at most %s, %d replica%s", strings.Join(c.Subjects, ", "), units.FormatDuration(c.MaxAge),
-		bytesText(c.MaxBytes), c.Replicas, map[bool]string{true: "", false: "s"}[c.Replicas == 1])
+	return fmt.Sprintf("%s for %s, at most %s (%s per subject), %d replica%s", strings.Join(c.Subjects, ", "), units.FormatDuration(c.MaxAge),
+		bytesText(c.MaxBytes), countText(c.MaxMsgsPerSubject), c.Replicas, map[bool]string{true: "", false: "s"}[c.Replicas == 1])
+}
+
+func countText(n int64) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return humanize.Comma(n)
 }
 
 func bytesText(n int64) string {

@@ -32,6 +32,10 @@ type TimelineConfig struct {
 	// Follow reads on past the end for new events (tail); New starts
 	// at new events (a tail without a start).
 	Follow, New bool
+	// Before, if set, hears when the record starts (its oldest event)
+	// after From: nothing before that was recorded, or it was dropped by
+	// the recorder's limits.
+	Before func(recordStart time.Time)
 
 	// subjects, when set, are the recorder's subjects to read instead of
 	// Stream's and Consumer's, and the recorder alone is read (Recent).
@@ -107,10 +111,14 @@ func plan(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig) ([]pa
 	if rec == nil {
 		return nil, ErrNoRecorder
 	}
+	start := rec.State.FirstTime
+	if cfg.Before != nil && !cfg.From.IsZero() && !start.IsZero() && cfg.From.Before(start) {
+		cfg.Before(start)
+	}
 	filters := recorderFilters(cfg.Stream, cfg.Consumer)
 	if cfg.subjects != nil {
 		filters = cfg.subjects
-	} else if err := known(ctx, js, cfg, filters); err != nil {
+	} else if err := known(ctx, js, cfg, filters, start); err != nil {
 		return nil, err
 	}
 	// The recorder is read by one ordered consumer, filtered by the
@@ -173,8 +181,8 @@ func recorderFilters(stream, consumer string) []string {
 }
 
 // known refuses a stream or consumer that is neither on the server nor in
-// the record (exit 3).
-func known(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig, filters []string) error {
+// the record (exit 3), saying where the record starts.
+func known(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig, filters []string, start time.Time) error {
 	if cfg.Stream == "" {
 		return nil
 	}
@@ -210,7 +218,11 @@ func known(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig, filt
 			return fmt.Errorf("stream %q: %w", recorder.Stream, err)
 		}
 	}
-	return fmt.Errorf("%s: %w on the server nor in the record", what, ErrNotFound)
+	since := ""
+	if !start.IsZero() {
+		since = " (the record starts at " + start.UTC().Format(time.RFC3339) + ")"
+	}
+	return fmt.Errorf("%s: %w on the server nor in the record%s", what, ErrNotFound, since)
 }
 
 // batchSize is how many events a reader hands the merge at once.
@@ -251,13 +263,23 @@ func read(ctx context.Context, js jetstream.JetStream, cfg TimelineConfig, p par
 		case p.direct:
 			reader = streamread.ReaderDirect
 		}
+		var recovered *recoveries
+		if p.stream == recorder.Stream {
+			recovered = newRecoveries(js)
+		}
 		sc := streamread.Config{Stream: p.stream, FromSeq: p.first, ToSeq: p.last, FromTime: cfg.From, ToTime: cfg.To,
 			Subjects: p.filters, Reader: reader, Follow: p.follow, New: cfg.New && p.follow}
 		r, err := streamread.Resolve(ctx, js, sc)
 		if err == nil {
 			err = streamread.Read(ctx, js, r, func(m *envelope.Message) error {
 				e, ok := Decode(m)
-				if !ok || !cfg.keeps(e) {
+				if !ok {
+					return nil
+				}
+				if recovered != nil {
+					recovered.see(ctx, e)
+				}
+				if !cfg.keeps(e) {
 					return nil
 				}
 				cur = append(cur, e)

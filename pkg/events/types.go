@@ -34,10 +34,10 @@ const (
 // Types are the event types this version names; --type takes these.
 var Types = []string{
 	TypeMaxDeliveries, TypeTerminated, TypeNak,
-	TypeConsumerCreated, TypeConsumerDeleted, TypeConsumerUpdated,
+	TypeConsumerCreated, TypeConsumerDeleted, TypeConsumerUpdated, TypeConsumerRecovered,
 	TypeConsumerPaused, TypeConsumerResumed, TypeConsumerPinned, TypeConsumerUnpinned,
 	TypeConsumerLeaderElected, TypeConsumerQuorumLost,
-	TypeStreamCreated, TypeStreamDeleted, TypeStreamUpdated,
+	TypeStreamCreated, TypeStreamDeleted, TypeStreamUpdated, TypeStreamRecovered,
 	TypeStreamLeaderElected, TypeStreamQuorumLost, "batch_abandoned",
 	"snapshot_started", "snapshot_completed", "restore_started", "restore_completed",
 	TypeDomainLeaderElected, "server_out_of_storage", "server_removed", "meta_rescue",

@@ -19,6 +19,12 @@ type KeyState struct {
 	Revision uint64
 	Time     time.Time
 	Value    []byte
+	// Reason, on a deleted key (OnlyLeft), is the Nats-Marker-Reason of
+	// the subject delete marker that deleted it: MaxAge when it expired.
+	Reason string
+	// Gone: the key expired and the server no longer holds its value
+	// (Value is nil); Revision and Time are the marker's, when it expired.
+	Gone bool
 }
 
 // KeyDiff is a key present on both sides with different values. Its
@@ -117,16 +123,21 @@ func (c *Comparison) Counts() (onlyLeft, onlyRight, changed int) {
 // OnlyLeft calls fn, in key order, for each key with a value on the left
 // only: deleted since the earlier time, or missing from the right bucket.
 func (c *Comparison) OnlyLeft(ctx context.Context, fn func(KeyState) error) error {
-	return c.onlyOne(ctx, c.ls, func(p *pair) (*record, bool) { return p.l, p.l.present() && !p.r.present() }, &c.onlyLeft, fn)
+	return c.onlyOne(ctx, c.ls, func(p *pair) (*record, bool) { return p.l, p.l.present() && !p.r.present() }, &c.onlyLeft, func(k KeyState, p *pair) error {
+		if p.r != nil {
+			k.Reason = p.r.reason
+		}
+		return fn(k)
+	})
 }
 
 // OnlyRight calls fn, in key order, for each key with a value on the right
 // only: added.
 func (c *Comparison) OnlyRight(ctx context.Context, fn func(KeyState) error) error {
-	return c.onlyOne(ctx, c.rs, func(p *pair) (*record, bool) { return p.r, p.r.present() && !p.l.present() }, &c.onlyRight, fn)
+	return c.onlyOne(ctx, c.rs, func(p *pair) (*record, bool) { return p.r, p.r.present() && !p.l.present() }, &c.onlyRight, func(k KeyState, _ *pair) error { return fn(k) })
 }
 
-func (c *Comparison) onlyOne(ctx context.Context, s state, pick func(*pair) (*record, bool), n *int, fn func(KeyState) error) error {
+func (c *Comparison) onlyOne(ctx context.Context, s state, pick func(*pair) (*record, bool), n *int, fn func(KeyState, *pair) error) error {
 	for i := range c.pairs {
 		p := &c.pairs[i]
 		r, ok := pick(p)
@@ -141,7 +152,7 @@ func (c *Comparison) onlyOne(ctx context.Context, s state, pick func(*pair) (*re
 			return err
 		}
 		*n++
-		if err := fn(KeyState{Key: p.key, Revision: r.rev, Time: r.time, Value: v}); err != nil {
+		if err := fn(KeyState{Key: p.key, Revision: r.rev, Time: r.time, Value: v, Gone: r.gone}, p); err != nil {
 			return err
 		}
 		r.value = nil
@@ -370,7 +381,14 @@ func CompareTimes(ctx context.Context, js jetstream.JetStream, cfg TimeDiffConfi
 	c.pairs = make([]pair, 0, len(keys))
 	for _, k := range keys {
 		l, r := left[k], right[k]
-		if l == nil && mayHaveExisted[k] {
+		switch {
+		case l == nil && r.expired():
+			// The server wrote the marker where the key's value expired
+			// in the window, and removed the value: the key had one
+			// before, which is gone. (It may have been written in the
+			// window too: nothing the server holds tells.)
+			l = expiredValue(r)
+		case l == nil && mayHaveExisted[k]:
 			gone++
 		}
 		c.add(k, l, r)

@@ -3,8 +3,16 @@
 // buckets, and filtered tails.
 //
 // A bucket is the stream KV_<bucket>; key K is the subject $KV.<bucket>.K,
-// its revisions are that subject's messages and their stream sequences, and
-// a KV-Operation header marks deletes (DEL) and purges (PURGE). Everything
+// its revisions are that subject's messages and their stream sequences.
+// Deletes are read as nats.go's KV reads them: a KV-Operation header (DEL,
+// PURGE, written by clients), else a subject delete marker's
+// Nats-Marker-Reason (written by the server where a key's TTL or the
+// bucket's max age removed its value in a bucket with limit markers:
+// MaxAge, a PURGE; the reasons Purge and Remove, which 2.15 servers define
+// but do not write, read as PURGE and DEL), kept as the revision's
+// Reason (facts_test.go). A key that expired between two times is deleted
+// in a diff between them, though the server no longer holds its value.
+// Everything
 // here reads that stream directly, through pkg/streamread's in-order pull
 // reader and batched direct gets, so that whole-bucket work costs one pass
 // rather than a request per key.
@@ -24,6 +32,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsonvalue"
 )
 
@@ -39,14 +48,33 @@ const (
 
 const operationHeader = "KV-Operation"
 
-func opOf(h nats.Header) Op {
+// Reasons of the subject delete markers the server writes, in
+// Nats-Marker-Reason.
+const (
+	// ReasonMaxAge: a key's TTL, or the bucket's max age, passed.
+	ReasonMaxAge = "MaxAge"
+	ReasonPurge  = "Purge"
+	ReasonRemove = "Remove"
+)
+
+// opOf is the operation a revision records, as nats.go's KV reads it: its
+// KV-Operation; else, for a subject delete marker, its reason (MaxAge and
+// Purge are PURGE, Remove is DEL), which reason returns; else PUT.
+func opOf(h nats.Header) (op Op, reason string) {
 	switch h.Get(operationHeader) {
 	case "DEL":
-		return OpDel
+		return OpDel, ""
 	case "PURGE":
-		return OpPurge
+		return OpPurge, ""
+	case "":
+		switch r := h.Get(envelope.MarkerHeader); r {
+		case ReasonMaxAge, ReasonPurge:
+			return OpPurge, r
+		case ReasonRemove:
+			return OpDel, r
+		}
 	}
-	return OpPut
+	return OpPut, ""
 }
 
 // Entry is one revision of one key.
@@ -55,7 +83,10 @@ type Entry struct {
 	Key      string
 	Revision uint64
 	Op       Op
-	Time     time.Time
+	// Reason is a subject delete marker's Nats-Marker-Reason (MaxAge,
+	// Purge, Remove): the server removed the key; empty otherwise.
+	Reason string
+	Time   time.Time
 	// Value is the stored value; empty for DEL and PURGE.
 	Value []byte
 }
@@ -66,18 +97,20 @@ type entryJSON struct {
 	Key      string          `json:"key"`
 	Revision uint64          `json:"revision"`
 	Op       Op              `json:"op"`
+	Reason   string          `json:"reason,omitempty"`
 	Time     string          `json:"time"`
 	Size     int             `json:"size"`
 	Value    json.RawMessage `json:"value,omitempty"`
 	ValueB64 string          `json:"value_b64,omitempty"`
 }
 
-// MarshalJSON writes {bucket, key, revision, op, time, size} and the value:
+// MarshalJSON writes {bucket, key, revision, op, reason (a marker's
+// only), time, size} and the value:
 // `value` holds the JSON document when the value is JSON, else the text as
 // a string; a binary value is `value_b64` instead; DEL and PURGE have none.
 func (e Entry) MarshalJSON() ([]byte, error) {
 	j := entryJSON{
-		Bucket: e.Bucket, Key: e.Key, Revision: e.Revision, Op: e.Op,
+		Bucket: e.Bucket, Key: e.Key, Revision: e.Revision, Op: e.Op, Reason: e.Reason,
 		Time: e.Time.UTC().Format(time.RFC3339Nano), Size: len(e.Value),
 	}
 	if e.Op == OpPut {
@@ -115,6 +148,9 @@ func (e *Entry) Generic() (any, error) {
 		"time":     e.Time.UTC().Format(time.RFC3339Nano),
 		"size":     len(e.Value),
 	}
+	if e.Reason != "" {
+		m["reason"] = e.Reason
+	}
 	name, v, err := e.genericValue()
 	if err != nil {
 		return nil, err
@@ -138,6 +174,11 @@ func (e *Entry) Field(name string) (any, error) {
 		return int(e.Revision), nil
 	case "op":
 		return string(e.Op), nil
+	case "reason":
+		if e.Reason == "" {
+			return nil, nil
+		}
+		return e.Reason, nil
 	case "time":
 		return e.Time.UTC().Format(time.RFC3339Nano), nil
 	case "size":
@@ -295,7 +336,8 @@ func (b *bucket) filters(patterns []string) []string {
 // entry turns a stream message of the bucket into an Entry.
 func (b *bucket) entry(subject string, seq uint64, ts time.Time, h nats.Header, data []byte) Entry {
 	key, _ := b.key(subject)
-	return Entry{Bucket: b.name, Key: key, Revision: seq, Op: opOf(h), Time: ts, Value: data}
+	op, reason := opOf(h)
+	return Entry{Bucket: b.name, Key: key, Revision: seq, Op: op, Reason: reason, Time: ts, Value: data}
 }
 
 // history is how many revisions per key the bucket keeps.

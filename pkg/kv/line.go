@@ -22,7 +22,13 @@ func (e Entry) AppendJSON(buf []byte) ([]byte, error) {
 	buf = strconv.AppendUint(buf, e.Revision, 10)
 	buf = append(buf, `,"op":"`...)
 	buf = append(buf, e.Op...)
-	buf = append(buf, `","time":"`...)
+	if e.Reason != "" {
+		buf = append(buf, `","reason":`...)
+		buf = strconv.AppendQuote(buf, e.Reason)
+		buf = append(buf, `,"time":"`...)
+	} else {
+		buf = append(buf, `","time":"`...)
+	}
 	buf = e.Time.UTC().AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, `","size":`...)
 	buf = strconv.AppendInt(buf, int64(len(e.Value)), 10)

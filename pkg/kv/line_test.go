@@ -18,8 +18,13 @@ func TestAppendJSONMatchesMarshalJSON(t *testing.T) {
 		{0xff, 0x00, 0x01}, []byte("ctl\x01char"),
 	}
 	for _, op := range []Op{OpPut, OpDel, OpPurge} {
-		for _, v := range values {
-			e := Entry{Bucket: "cfg", Key: "app.config", Revision: 42, Op: op, Time: when, Value: v}
+		for i, v := range values {
+			// A subject delete marker's reason on some deletes.
+			reason := ""
+			if op != OpPut && i%2 == 0 {
+				reason = []string{ReasonMaxAge, ReasonPurge, ReasonRemove}[i%3]
+			}
+			e := Entry{Bucket: "cfg", Key: "app.config", Revision: 42, Op: op, Reason: reason, Time: when, Value: v}
 			want, err := e.MarshalJSON()
 			if err != nil {
 				t.Fatal(err)

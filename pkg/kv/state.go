@@ -33,9 +33,14 @@ const multiLastMaxKeys = 2 * multiLastBatch
 // record is what a bucket diff keeps of one key's state: the value while
 // the budget lasts, else its hash, so that two states can be compared.
 type record struct {
-	rev   uint64
-	op    Op
-	time  time.Time
+	rev    uint64
+	op     Op
+	reason string // a subject delete marker's
+	time   time.Time
+	// gone: a value the key had that the server no longer holds (it
+	// expired, and a MaxAge marker took its place); rev and time are the
+	// marker's.
+	gone  bool
 	value []byte
 	// kept is true when value holds the value (it may be empty); when it
 	// is false, hash is the value's SHA-256.
@@ -44,6 +49,16 @@ type record struct {
 }
 
 func (r *record) present() bool { return r != nil && r.op == OpPut }
+
+// expired reports a subject delete marker the server wrote where the
+// key's value expired.
+func (r *record) expired() bool { return r != nil && r.reason == ReasonMaxAge }
+
+// expiredValue is the value a key had before marker r: present, but no
+// longer stored.
+func expiredValue(r *record) *record {
+	return &record{rev: r.rev, op: OpPut, reason: r.reason, time: r.time, gone: true}
+}
 
 // sum is the value's SHA-256.
 func (r *record) sum() [sha256.Size]byte {
@@ -78,7 +93,7 @@ func (s state) record(e Entry) *record {
 // back first: most revisions a pass reads are overwritten so.
 func (s state) update(r *record, e Entry) {
 	s.release(r)
-	*r = record{rev: e.Revision, op: e.Op, time: e.Time}
+	*r = record{rev: e.Revision, op: e.Op, reason: e.Reason, time: e.Time}
 	if e.Op != OpPut {
 		return
 	}
@@ -102,7 +117,7 @@ func (s state) release(r *record) {
 // value returns a present record's value, reading it again by revision
 // when it was not kept.
 func (s state) value(ctx context.Context, r *record) ([]byte, error) {
-	if !r.present() {
+	if !r.present() || r.gone {
 		return nil, nil
 	}
 	if r.kept {

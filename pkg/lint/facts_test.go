@@ -233,3 +233,189 @@ func TestFactInterestStreamWithoutConsumersKeepsNothing(t *testing.T) {
 		t.Fatalf("a consumer made afterwards has %d pending, want 0", ci.NumPending)
 	}
 }
+
+// max-age-before-dead-letter: a message that fails every delivery becomes
+// a dead letter (the max_deliveries advisory) only after max_deliver
+// deliveries and the ack_wait after each; a stream whose max_age is
+// shorter removes it first, and no advisory ever says it failed. With a
+// longer max_age the same consumer makes the advisory.
+func TestFactMaxAgeRemovesBeforeMaxDeliver(t *testing.T) {
+	ctx, cancel := stdcontext.WithTimeout(stdcontext.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	nc := js.Conn()
+	const ackWait, maxDeliver = 400 * time.Millisecond, 5
+	run := func(stream string, maxAge time.Duration) (deliveries int, advised bool) {
+		factStream(t, js, jetstream.StreamConfig{Name: stream, Subjects: []string{strings.ToLower(stream) + ".>"}, MaxAge: maxAge})
+		c, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "work", AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: ackWait, MaxDeliver: maxDeliver})
+		if err != nil {
+			t.Fatal(err)
+		}
+		advisories, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + stream + ".work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer advisories.Unsubscribe()
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, strings.ToLower(stream)+".job", []byte("fails")); err != nil {
+			t.Fatal(err)
+		}
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Pull (never acknowledging) until the advisory comes, or until
+		// the message is gone and a pull past its last ack_wait gets
+		// nothing.
+		for {
+			batch, err := c.Fetch(1, jetstream.FetchMaxWait(2*ackWait))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for range batch.Messages() {
+				got++
+			}
+			deliveries += got
+			if _, err := advisories.NextMsg(0); err == nil {
+				return deliveries, true
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == 0 && info.State.Msgs == 0 {
+				return deliveries, false
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: neither an advisory nor the message gone after %d deliveries", stream, deliveries)
+			}
+		}
+	}
+	// max_deliver 5 x ack_wait 400ms: 2s; max_age 1s removes it first.
+	if deliveries, advised := run("SHORT", time.Second); advised || deliveries == 0 || deliveries >= maxDeliver {
+		t.Errorf("max_age 1s: %d deliveries, advisory %v; want the message gone before its %d deliveries, with no advisory", deliveries, advised, maxDeliver)
+	}
+	if deliveries, advised := run("LONG", time.Minute); !advised || deliveries != maxDeliver {
+		t.Errorf("max_age 1m: %d deliveries, advisory %v; want %d and the advisory", deliveries, advised, maxDeliver)
+	}
+}
+
+// priority-timeout-unused: the server takes priority_timeout with a
+// policy other than pinned_client and keeps it, but pins a client (the
+// Nats-Pin-Id header of a pull's first message) only with pinned_client.
+func TestFactPriorityTimeoutOnlyPins(t *testing.T) {
+	ctx, cancel := stdcontext.WithTimeout(stdcontext.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	nc := js.Conn()
+	factStream(t, js, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	for range 2 {
+		if _, err := js.Publish(ctx, "jobs.run", []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		policy jetstream.PriorityPolicy
+		pins   bool
+	}{{jetstream.PriorityPolicyOverflow, false}, {jetstream.PriorityPolicyPinned, true}} {
+		name := fmt.Sprintf("p%d", tc.policy)
+		c, err := js.CreateConsumer(ctx, "JOBS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy,
+			PriorityPolicy: tc.policy, PriorityGroups: []string{"jobs"}, PinnedTTL: time.Minute})
+		if err != nil {
+			t.Fatalf("policy %d with priority_timeout: %v", tc.policy, err)
+		}
+		if got := c.CachedInfo().Config.PinnedTTL; got != time.Minute {
+			t.Errorf("policy %d: priority_timeout stored as %s, want 1m", tc.policy, got)
+		}
+		// The raw pull: a group's request, as a client of the group sends it.
+		msg, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.MSG.NEXT.JOBS."+name, []byte(`{"batch":1,"expires":2000000000,"group":"jobs"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(msg.Data) != "job" {
+			t.Fatalf("policy %d: pull answered %q %v", tc.policy, msg.Data, msg.Header)
+		}
+		if pinned := msg.Header.Get("Nats-Pin-Id") != ""; pinned != tc.pins {
+			t.Errorf("policy %d: pinned %v, want %v", tc.policy, pinned, tc.pins)
+		}
+	}
+}
+
+// persist-async: the server takes persist_mode async on an R1 file
+// stream and keeps it for the stream's life: an update back to default
+// is refused (10052), so the choice is made at creation.
+func TestFactAsyncPersistIsForLife(t *testing.T) {
+	ctx := stdcontext.Background()
+	js := embeddedtest.JetStream(t)
+	cfg := jetstream.StreamConfig{Name: "FAST", Subjects: []string{"fast.>"}, PersistMode: jetstream.AsyncPersistMode}
+	s, err := js.CreateStream(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.PersistMode; got != jetstream.AsyncPersistMode {
+		t.Fatalf("persist_mode stored as %v", got)
+	}
+	cfg.PersistMode = jetstream.DefaultPersistMode
+	_, err = js.UpdateStream(ctx, cfg)
+	if code := apiErrorCode(err); code != 10052 {
+		t.Fatalf("async -> default in place: %v, want error 10052", err)
+	}
+	if r, _ := RuleByID("persist-async"); !containsCode(r.Why, 10052) {
+		t.Errorf("the rule's Why does not name error 10052: %s", r.Why)
+	}
+}
+
+// interest-no-consumers: the consumer through which a mirror reads an
+// interest stream is an interest: what is published once it exists
+// reaches the copy, though no user's consumer exists.
+func TestFactMirrorIsAnInterestStreamsConsumer(t *testing.T) {
+	ctx, cancel := stdcontext.WithTimeout(stdcontext.Background(), time.Minute)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	factStream(t, js, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events.>"}, Retention: jetstream.InterestPolicy})
+	factStream(t, js, jetstream.StreamConfig{Name: "EVENTS_COPY", Mirror: &jetstream.StreamSource{Name: "EVENTS"}})
+	events, err := js.Stream(ctx, "EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mirror makes its consumer after the stream: wait for it.
+	for {
+		info, err := events.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Consumers == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the mirror made no consumer on EVENTS")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 5 {
+		if _, err := js.Publish(ctx, "events.x", []byte("e")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copied, err := js.Stream(ctx, "EVENTS_COPY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := copied.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 5 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the copy holds %d messages, want 5", info.State.Msgs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

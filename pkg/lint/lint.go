@@ -121,6 +121,8 @@ type Env struct {
 	Clustered bool
 	// Cluster is the cluster's name, when known.
 	Cluster string
+	// APILevel is the server's JetStream API level (live only).
+	APILevel int
 	// Captured reports whether a DLQ capture covers a consumer's dead
 	// letters; nil when unknown (offline).
 	Captured func(stream, consumer string) bool

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jetctl/jetctl/pkg/plan"
 )
@@ -51,7 +52,7 @@ func assertFindings(t *testing.T, what string, got []Finding, want []string) {
 
 // liveEnv is a 3-server cluster where no DLQ capture exists.
 func liveEnv() Env {
-	return Env{Live: true, ClusterSize: 3, Captured: func(string, string) bool { return false }}
+	return Env{Live: true, ClusterSize: 3, APILevel: 5, Captured: func(string, string) bool { return false }}
 }
 
 // serverWithWorkqueue is a server holding WORK, a workqueue stream that
@@ -70,6 +71,7 @@ var trips = []struct {
 	rule    string
 	offline bool
 	server  string
+	level   int // the server's API level, when not 5
 	want    []string
 }{
 	{rule: "max-deliver-unlimited", want: []string{
@@ -143,6 +145,26 @@ var trips = []struct {
 	{rule: "durable-inactive-threshold", want: []string{
 		"trip-durable-inactive-threshold.yaml:10:29 durable-inactive-threshold consumer ORDERS/report",
 	}},
+	{rule: "max-age-before-dead-letter", want: []string{
+		"trip-max-age-before-dead-letter.yaml:11:22 dead-letters-uncaptured consumer ORDERS/ship",
+		"trip-max-age-before-dead-letter.yaml:11:22 max-age-before-dead-letter consumer ORDERS/ship",
+		"trip-max-age-before-dead-letter.yaml:15:22 dead-letters-uncaptured consumer ORDERS/bill",
+		"trip-max-age-before-dead-letter.yaml:15:22 max-age-before-dead-letter consumer ORDERS/bill",
+		"trip-max-age-before-dead-letter.yaml:19:22 dead-letters-uncaptured consumer ORDERS/notify",
+	}},
+	{rule: "priority-timeout-unused", want: []string{
+		"trip-priority-timeout-unused.yaml:11:27 priority-timeout-unused consumer JOBS/overflow",
+		"trip-priority-timeout-unused.yaml:12:22 dead-letters-uncaptured consumer JOBS/overflow",
+		"trip-priority-timeout-unused.yaml:17:22 dead-letters-uncaptured consumer JOBS/pinned",
+	}},
+	{rule: "persist-async", want: []string{
+		"trip-persist-async.yaml:3:5 replicas-single-in-cluster stream METRICS",
+		"trip-persist-async.yaml:6:19 persist-async stream METRICS",
+	}},
+	{rule: "api-level-above-server", level: 1, want: []string{
+		"trip-api-level-above-server.yaml:8:20 api-level-above-server stream FAST",
+		"trip-api-level-above-server.yaml:12:21 api-level-above-server consumer FAST/feed",
+	}},
 }
 
 func TestTripFixtures(t *testing.T) {
@@ -154,6 +176,9 @@ func TestTripFixtures(t *testing.T) {
 			}
 			if tc.server != "" {
 				env.Server = load(t, plan.Source{Name: "server", Data: []byte(tc.server)})
+			}
+			if tc.level != 0 {
+				env.APILevel = tc.level
 			}
 			res := Lint(loadFixture(t, "trip-"+tc.rule+".yaml"), env)
 			assertFindings(t, "findings", res.Findings, tc.want)
@@ -218,7 +243,7 @@ func TestPassFixture(t *testing.T) {
 	if offline.Resources != 8 {
 		t.Errorf("%d resources checked, want 8", offline.Resources)
 	}
-	if got, want := strings.Join(offline.Skipped, " "), "dead-letters-uncaptured replicas-single-in-cluster replicas-above-cluster"; got != want {
+	if got, want := strings.Join(offline.Skipped, " "), "dead-letters-uncaptured replicas-single-in-cluster replicas-above-cluster api-level-above-server"; got != want {
 		t.Errorf("skipped offline: %s, want %s", got, want)
 	}
 	env := liveEnv()
@@ -353,4 +378,69 @@ func TestServerConsumersOfAnInterestStream(t *testing.T) {
 			t.Errorf("the server's consumer of EVENTS does not count: %s", f)
 		}
 	}
+}
+
+// A mirror or a source of an interest stream reads it through a consumer
+// of the server's own (left out of the server's resources), which counts
+// as its interest: declared in the files or only on the server.
+func TestCopiesOfAnInterestStream(t *testing.T) {
+	d := loadFixture(t, "trip-interest-no-consumers.yaml")
+	copyOf := "streams:\n  - name: EVENTS_COPY\n    mirror:\n      name: EVENTS\n"
+	for what, env := range map[string]Env{"declared": {}, "on the server": liveEnv()} {
+		d := d
+		if what == "declared" {
+			d = load(t, plan.Source{Name: "a.yaml", Data: mustRead(t, "testdata/trip-interest-no-consumers.yaml")}, plan.Source{Name: "b.yaml", Data: []byte(copyOf)})
+		} else {
+			env.Server = load(t, plan.Source{Name: "server", Data: []byte(strings.Replace(copyOf, "mirror:\n      name: EVENTS", "sources:\n      - name: EVENTS", 1))})
+		}
+		for _, f := range Lint(d, env).Findings {
+			if f.Rule == "interest-no-consumers" {
+				t.Errorf("%s: the copy's consumer of EVENTS does not count: %s", what, f)
+			}
+		}
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// The redelivery window is max_deliver waits of ack_wait (30s when unset),
+// or of backoff with its last value repeated; the finding says how long.
+func TestMaxAgeBeforeDeadLetterArithmetic(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  string
+		want time.Duration
+	}{
+		{"max_deliver: 3", 90 * time.Second},
+		{"max_deliver: 3\n        ack_wait: 10s", 30 * time.Second},
+		{"max_deliver: 5\n        backoff: [1s, 2s]", 9 * time.Second},
+		{"max_deliver: 2\n        backoff: [1s, 2s]", 3 * time.Second},
+	} {
+		d := load(t, yamlSource("streams:\n  - name: S\n    subjects: [s.>]\n    consumers:\n      - name: c\n        "+tc.cfg+"\n"))
+		var c *plan.Resource
+		for _, r := range d.Resources {
+			if r.Kind == plan.KindConsumer {
+				c = r
+			}
+		}
+		if got := redeliveryWindow(c.ConsumerConfig); got != tc.want {
+			t.Errorf("%q: window %s, want %s", tc.cfg, got, tc.want)
+		}
+	}
+	res := Lint(load(t, yamlSource("streams:\n  - name: S\n    subjects: [s.>]\n    max_age: 1m\n    consumers:\n      - name: c\n        max_deliver: 4\n        backoff: [1s, 5s, 30s]\n")), Env{})
+	for _, f := range res.Findings {
+		if f.Rule == "max-age-before-dead-letter" {
+			if want := `stream "S": consumer "c": max_deliver 4 with backoff 1s, 5s, 30s: a failing message is retried for 1m6s, but stream "S" removes it after max_age 1m, before it becomes a dead letter`; f.Message != want {
+				t.Errorf("message %q\nwant %q", f.Message, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no finding: %v", show(res.Findings))
 }

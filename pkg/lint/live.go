@@ -62,6 +62,7 @@ func ServerEnv(live *plan.Live) Env {
 		ClusterSize: size,
 		Clustered:   lim.Clustered,
 		Cluster:     lim.Cluster,
+		APILevel:    lim.APILevel,
 		Captured: func(stream, consumer string) bool {
 			for _, c := range captures {
 				if dlq.Covers(c, stream, consumer) {

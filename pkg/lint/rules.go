@@ -1,7 +1,9 @@
 package lint
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,6 +160,38 @@ var rules = []Rule{
 		Fix:     "Remove inactive_threshold from durable consumers, or make it longer than any outage.",
 		Source:  seedConcepts,
 		check:   checkDurableInactive,
+	},
+	{
+		ID: "max-age-before-dead-letter", Severity: Warning,
+		Summary: "a stream's max_age removes a failing message before it becomes a dead letter",
+		Why:     "A message that keeps failing becomes a dead letter (the max_deliveries advisory a DLQ capture keeps) only after max_deliver deliveries, each followed by its ack_wait, or by its backoff value when backoff is set. A stream whose max_age is shorter removes the message first: it is gone without an advisory, and no sweep ever sees it. Per-message TTLs (Nats-TTL) do the same, where lint cannot see them.",
+		Fix:     "Make max_age longer than max_deliver × ack_wait (with backoff: the sum of its values, the last one repeated up to max_deliver) plus the time a message may wait for its first delivery, or lower max_deliver or ack_wait.",
+		Source:  "jetctl's fact test TestFactMaxAgeRemovesBeforeMaxDeliver (pkg/lint); jetctl issue 33",
+		check:   checkMaxAgeBeforeDeadLetter,
+	},
+	{
+		ID: "priority-timeout-unused", Severity: Warning,
+		Summary: "priority_timeout with a priority policy that pins no client",
+		Why:     "priority_timeout is how long a pinned client may go without pulling before the server pins another, and only priority_policy pinned_client pins one. With overflow or prioritized the server keeps the value and never uses it: whoever set it expects a failover that does not exist.",
+		Fix:     "Remove priority_timeout, or use priority_policy: pinned_client if one client at a time should take the group's messages.",
+		Source:  "jetctl's fact test TestFactPriorityTimeoutOnlyPins (pkg/lint); nats-server 2.15 server/consumer.go",
+		check:   checkPriorityTimeoutUnused,
+	},
+	{
+		ID: "persist-async", Severity: Warning,
+		Summary: "persist_mode async: a publish is acknowledged before it is on disk",
+		Why:     "With persist_mode async the server acknowledges a publish before it writes the message to disk, and flushes in the background: a crash of the server or its machine loses the last messages it acknowledged, and their publishers, holding an acknowledgement, never send them again. The stream keeps the mode for life: an update of it is refused (error 10052).",
+		Fix:     "Use persist_mode default where acknowledged messages must survive a crash; keep async for data that can be lost or published again, and say so with a jetctl:ignore comment.",
+		Source:  "nats-server 2.15 server/stream.go (async persist mode turns off sync_always and flushes asynchronously); jetctl's fact test TestFactAsyncPersistIsForLife (pkg/lint)",
+		check:   checkPersistAsync,
+	},
+	{
+		ID: "api-level-above-server", Severity: Error, Live: true,
+		Summary: "a setting the server's JetStream API level cannot honour",
+		Why:     "Each of the newer settings needs a JetStream API level (allow_msg_ttl 1, allow_msg_counter 2, allow_batched 4, ack_policy flow_control 4, ...). An older server refuses a field it does not know when the request reaches it (nats-server 2.12.4 answers allow_batched with error 10025), or, with strict mode off, drops it without a word.",
+		Fix:     "Upgrade the server, or remove the setting. plan refuses such a file against that server before it changes anything.",
+		Source:  "nats-server 2.15 server/jetstream_versioning.go; jetctl's fact tests TestFactRequiredAPILevel (pkg/jsapi) and TestFactOldServerRefusesNewerFields (pkg/plan)",
+		check:   checkAPILevel,
 	},
 	{
 		ID: "ignore-invalid", Severity: Error,
@@ -354,11 +388,33 @@ func checkInterestNoConsumers(c *linter, r *plan.Resource) {
 			}
 		}
 	}
+	if c.copied(r.Name) {
+		return // the copy's consumer, the server's own, is an interest
+	}
 	field := ""
 	if _, ok := r.FieldPos["retention"]; ok {
 		field = "retention"
 	}
 	c.report(r, field, "an interest stream with no consumers keeps nothing: every message is removed as it is stored")
+}
+
+// copied reports whether a declared stream or one on the server mirrors
+// or sources stream (on this server): it then has the server's consumer
+// through which the copy reads it.
+func (c *linter) copied(stream string) bool {
+	local := func(src *jetstream.StreamSource) bool {
+		return src != nil && src.Name == stream && src.Domain == "" && src.External == nil
+	}
+	copies := func(r *plan.Resource) bool {
+		if r.Kind != plan.KindStream {
+			return false
+		}
+		return local(r.StreamConfig.Mirror) || slices.ContainsFunc(r.StreamConfig.Sources, local)
+	}
+	if slices.ContainsFunc(c.desired.Resources, copies) {
+		return true
+	}
+	return c.env.Server != nil && slices.ContainsFunc(c.env.Server.Resources, copies)
 }
 
 func checkKVHistoryOne(c *linter, r *plan.Resource) {
@@ -436,4 +492,83 @@ func checkDurableInactive(c *linter, r *plan.Resource) {
 		return
 	}
 	c.report(r, "inactive_threshold", "inactive_threshold %s: the server deletes this durable consumer, and its position, after that long without a client", units.FormatDuration(r.ConsumerConfig.InactiveThreshold))
+}
+
+// ackWaitDefault is the server's ack_wait for a consumer that sets none.
+const ackWaitDefault = 30 * time.Second
+
+// redeliveryWindow is how long after its first delivery a message that
+// fails every time becomes a dead letter: the wait after each of
+// max_deliver deliveries, ack_wait or, with backoff, backoff[n] after the
+// (n+1)-th (the last value after every later one), as the server waits
+// (TestFactBackoffReplacesAckWait).
+func redeliveryWindow(c *jetstream.ConsumerConfig) time.Duration {
+	var total time.Duration
+	for n := range c.MaxDeliver {
+		switch {
+		case len(c.BackOff) > 0:
+			total += c.BackOff[min(n, len(c.BackOff)-1)]
+		case c.AckWait > 0:
+			total += c.AckWait
+		default:
+			total += ackWaitDefault
+		}
+	}
+	return total
+}
+
+func checkMaxAgeBeforeDeadLetter(c *linter, r *plan.Resource) {
+	if !boundedDeliveries(r) {
+		return
+	}
+	s := c.streamOf(r)
+	if s == nil || s.MaxAge <= 0 {
+		return
+	}
+	cc := r.ConsumerConfig
+	window := redeliveryWindow(cc)
+	if s.MaxAge >= window {
+		return
+	}
+	waits := "ack_wait " + units.FormatDuration(cmp.Or(cc.AckWait, ackWaitDefault))
+	if len(cc.BackOff) > 0 {
+		waits = "backoff " + durationList(cc.BackOff)
+	}
+	c.report(r, "max_deliver", "max_deliver %d with %s: a failing message is retried for %s, but stream %q removes it after max_age %s, before it becomes a dead letter",
+		cc.MaxDeliver, waits, units.FormatDuration(window), r.Stream, units.FormatDuration(s.MaxAge))
+}
+
+// durationList writes durations as a plan file does: "1s, 5s, 30s".
+func durationList(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = units.FormatDuration(d)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func checkPriorityTimeoutUnused(c *linter, r *plan.Resource) {
+	if r.Kind != plan.KindConsumer {
+		return
+	}
+	cc := r.ConsumerConfig
+	// Without a policy the server refuses it, and the plan loader says so.
+	if cc.PinnedTTL <= 0 || cc.PriorityPolicy == jetstream.PriorityPolicyNone || cc.PriorityPolicy == jetstream.PriorityPolicyPinned {
+		return
+	}
+	c.report(r, "priority_timeout", "priority_timeout %s with priority_policy %s: only pinned_client pins a client, so nothing ever times out",
+		units.FormatDuration(cc.PinnedTTL), plan.EnumName(cc.PriorityPolicy))
+}
+
+func checkPersistAsync(c *linter, r *plan.Resource) {
+	if r.Kind != plan.KindStream || r.StreamConfig.PersistMode != jetstream.AsyncPersistMode {
+		return
+	}
+	c.report(r, "persist_mode", "persist_mode async: publishes are acknowledged before they are on disk, and a crash loses the last of them")
+}
+
+func checkAPILevel(c *linter, r *plan.Resource) {
+	for _, p := range plan.LevelProblems(r, c.env.APILevel) {
+		c.report(r, p.Path, "%s: the server cannot honour it", p.Message)
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/errkind"
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -220,7 +221,10 @@ func exportConsumers(live *Live, stream *jetstream.StreamConfig) *yaml.Node {
 	consumers := live.Consumers[stream.Name]
 	names := make([]string, 0, len(consumers))
 	for name, ci := range consumers {
-		if ci.Config.Durable != "" {
+		// A mirror's or a sourcing stream's consumer is durable from 2.14
+		// on, but the server's: a plan file declaring it would have apply
+		// create a stray push consumer on another server.
+		if ci.Config.Durable != "" && !jsapi.ReplicationConsumer(ci.Config.Metadata) {
 			names = append(names, name)
 		}
 	}

@@ -1,6 +1,10 @@
 package plan
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
+)
 
 // streamNames are the live streams' names, sorted.
 func (l *Live) streamNames() []string {
@@ -14,7 +18,9 @@ func (l *Live) streamNames() []string {
 
 // Resources are the live streams, consumers, KV buckets and object stores
 // as declared resources (without positions), in name order, so that what
-// checks declared resources can check the server's.
+// checks declared resources can check the server's. The consumers through
+// which a mirror or a sourcing stream reads a stream are the server's,
+// not configuration: they are left out.
 func (l *Live) Resources() *Desired {
 	d := &Desired{}
 	for _, name := range l.streamNames() {
@@ -34,8 +40,10 @@ func (l *Live) Resources() *Desired {
 		}
 		d.Resources = append(d.Resources, r)
 		consumers := make([]string, 0, len(l.Consumers[name]))
-		for c := range l.Consumers[name] {
-			consumers = append(consumers, c)
+		for c, ci := range l.Consumers[name] {
+			if !jsapi.ReplicationConsumer(ci.Config.Metadata) {
+				consumers = append(consumers, c)
+			}
 		}
 		sort.Strings(consumers)
 		for _, c := range consumers {

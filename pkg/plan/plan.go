@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetctl/jetctl/pkg/jsapi"
 )
 
 // FormatVersion is the version of the JSON plan (plan -o json).
@@ -121,6 +123,10 @@ type FieldChange struct {
 	Destructive       bool       `json:"destructive,omitempty"`
 	Reason            string     `json:"reason,omitempty"`
 }
+
+// NotManaged is the reason --prune leaves a resource that jetctl did not
+// create.
+const NotManaged = "not managed by jetctl"
 
 // Ignored is an undeclared resource that jetctl does not manage.
 type Ignored struct {
@@ -343,7 +349,7 @@ func prune(p *Plan, desired *Desired, live *Live) {
 			continue
 		}
 		if si.Config.Metadata[ManagedKey] != "true" {
-			p.Ignored = append(p.Ignored, Ignored{Kind: kind, Name: name, Reason: "not managed by jetctl"})
+			p.Ignored = append(p.Ignored, Ignored{Kind: kind, Name: name, Reason: NotManaged})
 			continue
 		}
 		deletedStreams[sname] = true
@@ -353,7 +359,9 @@ func prune(p *Plan, desired *Desired, live *Live) {
 			rp.Warnings = append(rp.Warnings, fmt.Sprintf("deletes %d messages", si.State.Msgs))
 		}
 		for cname, ci := range live.Consumers[sname] {
-			if ci.Config.Metadata[ManagedKey] != "true" {
+			if target, mirror := jsapi.ReplicationTarget(ci.Config.Metadata); target != "" {
+				rp.Warnings = append(rp.Warnings, fmt.Sprintf("also deletes consumer %q, through which stream %s %s this stream", cname, target, copyVerb(mirror)))
+			} else if ci.Config.Metadata[ManagedKey] != "true" {
 				rp.Warnings = append(rp.Warnings, fmt.Sprintf("also deletes consumer %q, which jetctl does not manage", cname))
 			}
 		}
@@ -375,9 +383,15 @@ func prune(p *Plan, desired *Desired, live *Live) {
 			if desired.find(KindConsumer, sname, cname) != nil {
 				continue
 			}
+			if target, mirror := jsapi.ReplicationTarget(ci.Config.Metadata); target != "" {
+				if !deletedStreams[sname] {
+					p.Ignored = append(p.Ignored, Ignored{Kind: KindConsumer, Stream: sname, Name: cname, Reason: replicationReason(target, mirror)})
+				}
+				continue
+			}
 			if ci.Config.Metadata[ManagedKey] != "true" {
 				if !deletedStreams[sname] {
-					p.Ignored = append(p.Ignored, Ignored{Kind: KindConsumer, Stream: sname, Name: cname, Reason: "not managed by jetctl"})
+					p.Ignored = append(p.Ignored, Ignored{Kind: KindConsumer, Stream: sname, Name: cname, Reason: NotManaged})
 				}
 				continue
 			}
@@ -389,6 +403,20 @@ func prune(p *Plan, desired *Desired, live *Live) {
 			p.Resources = append(p.Resources, rp)
 		}
 	}
+}
+
+// copyVerb says how a stream copies another: through a mirror or a
+// source.
+func copyVerb(mirror bool) string {
+	if mirror {
+		return "mirrors"
+	}
+	return "sources"
+}
+
+// replicationReason is why a replication consumer is left alone.
+func replicationReason(target string, mirror bool) string {
+	return fmt.Sprintf("the server's own: stream %s %s this stream through it", target, copyVerb(mirror))
 }
 
 // finish counts the summary and the fingerprint, and makes every empty

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -33,10 +34,15 @@ type ServerLimits struct {
 	// MaxAckPending is the account's limit on a consumer's max_ack_pending
 	// (0: none).
 	MaxAckPending int
+	// APILevel is the server's JetStream API level (0 before 2.11): a
+	// field that needs a higher one (jsapi.StreamLevelFeatures) is one
+	// the server cannot honour.
+	APILevel int
 }
 
 // FetchServerLimits reads ServerLimits from the connection's server info
-// and the account info ($JS.API.INFO).
+// and the account info ($JS.API.INFO, one request: its limits and its
+// api.level).
 func FetchServerLimits(ctx context.Context, js jetstream.JetStream) (ServerLimits, error) {
 	lim := ServerLimits{}
 	if nc := js.Conn(); nc != nil {
@@ -52,6 +58,7 @@ func FetchServerLimits(ctx context.Context, js jetstream.JetStream) (ServerLimit
 		return lim, fmt.Errorf("reading the account's JetStream limits: %w", err)
 	}
 	lim.MaxAckPending = ai.Limits.MaxAckPending
+	lim.APILevel = ai.API.Level
 	return lim, nil
 }
 
@@ -69,7 +76,8 @@ func (e *RefusedError) Error() string {
 }
 
 // CheckServer reports, before anything is changed, what in p the server
-// would refuse: more replicas than a single server or the cluster has,
+// would refuse: fields above the server's API level, more replicas than
+// a single server or the cluster has,
 // consumers that break the rules of their stream's retention or replicas,
 // filters on a workqueue stream that overlap a consumer that stays on the
 // server, a max_ack_pending above the account's limit. It adds warnings
@@ -100,6 +108,9 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 		if r == nil || rp.Action == ActionNone || rp.Action == ActionDelete {
 			continue
 		}
+		for _, fp := range levelProblems(r, lim.APILevel) {
+			add(r, fp.path, "%s", fp.msg)
+		}
 		if r.Kind != KindConsumer {
 			replicas, placement := r.replicasAndPlacement()
 			if msg := replicasProblem(replicas, placement, lim); msg != "" {
@@ -115,6 +126,12 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 				}
 			}
 			continue
+		}
+		if ci := live.Consumers[r.Stream][r.Name]; ci != nil {
+			if target, mirror := jsapi.ReplicationTarget(ci.Config.Metadata); target != "" {
+				add(r, "", "the server's own consumer, through which stream %s %s %q: jetctl leaves it to the server (remove it from the plan files)", target, copyVerb(mirror), r.Stream)
+				continue
+			}
 		}
 		stream := effectiveStream(r.Stream, declaredStreams, live)
 		if stream == nil {
@@ -149,6 +166,49 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 		return a.Column < b.Column
 	})
 	return problems
+}
+
+// levelProblems are the fields of r that a server of API level have
+// cannot honour.
+func levelProblems(r *Resource, have int) []fieldProblem {
+	var out []fieldProblem
+	add := func(feature fmt.Stringer, field string, level int) {
+		out = append(out, fieldProblem{field, fmt.Sprintf("%s needs API level %d; the server has %d", feature, level, have)})
+	}
+	switch r.Kind {
+	case KindStream:
+		for _, f := range jsapi.AboveLevel(jsapi.StreamLevelFeatures, r.StreamConfig, have) {
+			add(f, f.Field, f.Level)
+		}
+	case KindConsumer:
+		for _, f := range jsapi.AboveLevel(jsapi.ConsumerLevelFeatures, r.ConsumerConfig, have) {
+			add(f, f.Field, f.Level)
+		}
+	case KindKV:
+		for _, f := range jsapi.AboveLevel(jsapi.KVLevelFeatures, r.KeyValueConfig, have) {
+			add(f, f.Field, f.Level)
+		}
+	}
+	return out
+}
+
+// FieldProblem is what the server would refuse in one field of a
+// resource.
+type FieldProblem struct {
+	// Path is the field (a Resource FieldPos key).
+	Path string
+	// Message says what, without the resource's label.
+	Message string
+}
+
+// LevelProblems are the fields of r that a server of API level have
+// cannot honour: the check planning makes, for lint.
+func LevelProblems(r *Resource, have int) []FieldProblem {
+	var out []FieldProblem
+	for _, fp := range levelProblems(r, have) {
+		out = append(out, FieldProblem{Path: fp.path, Message: fp.msg})
+	}
+	return out
 }
 
 // replicasProblem says why the server would refuse replicas, or "".
@@ -190,7 +250,9 @@ func effectiveStream(name string, declared map[string]*Resource, live *Live) *je
 // stayingConsumers are the live consumers of a stream that apply leaves in
 // place and does not redeclare: none when the stream is created or
 // replaced, only those a migration re-seats, and not those the plan
-// deletes.
+// deletes. A mirror's or a sourcing stream's consumer is not one: the
+// server leaves it out of a workqueue stream's one-consumer-per-subject
+// rule (TestFactWorkqueueIgnoresReplicationConsumers).
 func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Live) []*jetstream.ConsumerInfo {
 	if streamPlan != nil && (streamPlan.Action == ActionCreate || streamPlan.Action == ActionReplace || streamPlan.Action == ActionDelete) {
 		return nil
@@ -211,7 +273,7 @@ func stayingConsumers(stream string, p *Plan, streamPlan *ResourcePlan, live *Li
 	for _, name := range names {
 		ci := live.Consumers[stream][name]
 		// A migration leaves behind the consumers it does not re-seat.
-		if !planned[name] && (!migrated || migratesConsumer(&ci.Config)) {
+		if !planned[name] && !jsapi.ReplicationConsumer(ci.Config.Metadata) && (!migrated || migratesConsumer(&ci.Config)) {
 			out = append(out, ci)
 		}
 	}

@@ -3,6 +3,7 @@ package plan
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -22,9 +23,13 @@ func TestCheckServer(t *testing.T) {
 	live := &Live{
 		Streams: map[string]*jetstream.StreamInfo{
 			"WORK": {Config: jetstream.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Retention: jetstream.WorkQueuePolicy}},
+			"JOBS": {Config: jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Retention: jetstream.WorkQueuePolicy}},
 		},
 		Consumers: map[string]map[string]*jetstream.ConsumerInfo{
 			"WORK": {"packers": {Name: "packers", Config: jetstream.ConsumerConfig{Durable: "packers", FilterSubject: "work.pack"}}},
+			// The consumer through which stream ALL sources JOBS.
+			"JOBS": {"JS_SRC_x": {Name: "JS_SRC_x", Config: jetstream.ConsumerConfig{Durable: "JS_SRC_x", AckPolicy: jetstream.AckFlowControlPolicy,
+				DeliverSubject: "$JS.S.x", Metadata: map[string]string{"_nats.src.stream": "ALL", "_nats.src.acc": "$G"}}}},
 		},
 	}
 	single := ServerLimits{MaxPayload: 1 << 20}
@@ -56,6 +61,24 @@ func TestCheckServer(t *testing.T) {
 			consumer("WORK", "more", jetstream.ConsumerConfig{FilterSubject: "work.*"})}, nil},
 		{"max_ack_pending above the account's", ServerLimits{MaxAckPending: 100}, []*Resource{consumer("WORK", "x", jetstream.ConsumerConfig{FilterSubject: "work.x", MaxAckPending: 500})},
 			[]string{"above the account's limit of 100"}},
+		{"workqueue consumer beside a sourcing stream's", single, []*Resource{consumer("JOBS", "workers", jetstream.ConsumerConfig{})}, nil},
+		{"the sourcing stream's consumer declared", single, []*Resource{consumer("JOBS", "JS_SRC_x", jetstream.ConsumerConfig{DeliverSubject: "$JS.S.x"})},
+			[]string{`consumer "JS_SRC_x": the server's own consumer, through which stream ALL sources "JOBS": jetctl leaves it to the server`}},
+		{"allow_batched on an API level 2 server", ServerLimits{APILevel: 2}, []*Resource{func() *Resource {
+			r := stream("FAST", 1, nil)
+			r.StreamConfig.AllowBatchPublish, r.StreamConfig.AllowMsgCounter = true, true
+			return r
+		}()}, []string{`stream "FAST": allow_batched needs API level 4; the server has 2`}},
+		{"allow_batched on an API level 5 server", ServerLimits{APILevel: 5}, []*Resource{func() *Resource {
+			r := stream("FAST", 1, nil)
+			r.StreamConfig.AllowBatchPublish = true
+			return r
+		}()}, nil},
+		{"flow_control acks and a pause before API level 1", ServerLimits{}, []*Resource{consumer("WORK", "x", jetstream.ConsumerConfig{FilterSubject: "work.x",
+			AckPolicy: jetstream.AckFlowControlPolicy, PauseUntil: &time.Time{}, PriorityPolicy: jetstream.PriorityPolicyOverflow, PriorityGroups: []string{"g"}})},
+			[]string{"priority_policy needs API level 1; the server has 0", "priority_groups needs API level 1", "ack_policy flow_control needs API level 4; the server has 0"}},
+		{"kv limit_marker_ttl before API level 1", ServerLimits{}, []*Resource{{Kind: KindKV, Name: "cfg", FieldPos: map[string]Pos{},
+			KeyValueConfig: &jetstream.KeyValueConfig{Bucket: "cfg", LimitMarkerTTL: time.Minute}}}, []string{`kv bucket "cfg": limit_marker_ttl needs API level 1; the server has 0`}},
 	} {
 		p, err := Compute(&Desired{Resources: tt.res}, live, Options{})
 		if err != nil {

@@ -160,12 +160,6 @@ func (l *loader) validateStream(r *Resource) {
 		}
 	}
 	if c.Mirror != nil {
-		if len(c.Subjects) > 0 {
-			l.problemAt(r.at("subjects"), "%s: a mirror cannot have subjects", r.Label())
-		}
-		if len(c.Sources) > 0 {
-			l.problemAt(r.at("sources"), "%s: a mirror cannot have sources", r.Label())
-		}
 		if c.Mirror.Name == "" {
 			l.problemAt(r.at("mirror"), "%s: mirror: name is required", r.Label())
 		}
@@ -192,11 +186,8 @@ func (l *loader) validateStream(r *Resource) {
 	if c.MaxAge != 0 && c.Duplicates > c.MaxAge {
 		l.problemAt(r.at("duplicate_window"), "%s: duplicate_window (%s) cannot be longer than max_age (%s)", r.Label(), units.FormatDuration(c.Duplicates), units.FormatDuration(c.MaxAge))
 	}
-	if c.DenyPurge && c.AllowRollup {
-		l.problemAt(r.at("allow_rollup_hdrs"), "%s: allow_rollup_hdrs needs purges: it cannot be combined with deny_purge", r.Label())
-	}
-	if c.DiscardNewPerSubject && (c.Discard != jetstream.DiscardNew || c.MaxMsgsPerSubject <= 0) {
-		l.problemAt(r.at("discard_new_per_subject"), "%s: discard_new_per_subject needs discard: new and max_msgs_per_subject > 0", r.Label())
+	for _, rule := range refusedBy(streamRefusals, c) {
+		l.problemAt(r.at(rule.Path), "%s: %s", r.Label(), rule.Message)
 	}
 }
 
@@ -231,6 +222,9 @@ func (l *loader) validateConsumer(r *Resource, stream *Resource) {
 	}
 	if c.DeliverGroup != "" && c.DeliverSubject == "" {
 		l.problemAt(r.at("deliver_group"), "%s: deliver_group needs deliver_subject", r.Label())
+	}
+	for _, rule := range refusedBy(consumerRefusals, c) {
+		l.problemAt(r.at(rule.Path), "%s: %s", r.Label(), rule.Message)
 	}
 	if stream == nil || stream.Kind != KindStream {
 		return

@@ -51,6 +51,11 @@ type Counts struct {
 	// Unconfirmed copies were sent but no acknowledgement came before the
 	// replay stopped: they may or may not be stored.
 	Unconfirmed uint64
+	// Expired messages were not copied: their TTL had passed (--ttl
+	// remaining).
+	Expired uint64
+	// Markers were not copied: subject delete markers (--markers skip).
+	Markers uint64
 }
 
 // DefaultMsgIDPrefix starts the Nats-Msg-Id of every copy.
@@ -93,8 +98,10 @@ type copyState struct {
 	// from is where each target stream stood before the copy was first
 	// sent: the copy, and every copy after it, is stored after that.
 	from map[string]uint64
-	// src is the message until send builds msg from it.
+	// src is the message until send builds msg from it; at is when Write
+	// took it, the time its TTL is counted at.
 	src  *envelope.Message
+	at   time.Time
 	msg  *nats.Msg
 	msgv nats.Msg
 	// hdr and vals hold msgv's headers; a copy settled in order is used
@@ -256,25 +263,31 @@ func (p *Publisher) MsgID(stream string, seq uint64, subject string) string {
 	return string(id)
 }
 
-// Copy builds the message published for m.
-func (p *Publisher) Copy(m *envelope.Message) *nats.Msg {
-	c := new(copyState)
+// Copy builds the message published for m at now, or says why m is not
+// copied (its TTL has passed, or it is a marker to skip).
+func (p *Publisher) Copy(m *envelope.Message, now time.Time) (*nats.Msg, Skip) {
+	if why := p.cfg.skipOf(m, now); why != SkipNone {
+		return nil, why
+	}
+	c := &copyState{at: now}
 	p.build(c, m)
-	return &c.msgv
+	return &c.msgv, SkipNone
 }
 
-// build makes c.msgv the copy of m: m's headers (those the server acts on
-// moved aside), provenance and the copy's Nats-Msg-Id, to the target
-// subject. The subject and the values it adds share one string, in c's
-// header map and values (made once per copyState, see recycle): one
-// allocation per copy of a message without headers, at hundreds of
-// thousands of copies a second.
+// build makes c.msgv the copy of m: m's headers as the header table's
+// republish column says (copyHeaderInto: those the server acts on moved
+// aside, Nats-TTL by --ttl as of c.at), provenance and the copy's
+// Nats-Msg-Id, to the target subject. The subject and the values it adds
+// share one string, in c's header map and values (made once per
+// copyState, see recycle): one allocation per copy of a message without
+// headers, at hundreds of thousands of copies a second.
 func (p *Publisher) build(c *copyState, m *envelope.Message) {
 	if c.hdr == nil {
 		c.hdr = make(nats.Header, len(m.Header)+5)
 	}
 	hdr := c.hdr
-	envelope.CopyHeaderInto(hdr, m.Header)
+	copyHeaderInto(hdr, m.Header)
+	p.cfg.applyTTL(hdr, m, c.at)
 	var buf [256]byte
 	b := append(buf[:0], p.cfg.MsgIDPrefix...)
 	b = append(append(append(b, ':'), m.Stream...), ':')
@@ -375,6 +388,14 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Decided once the copy can be sent, so that its TTL is what is left
+	// when it is.
+	now := time.Now()
+	if why := p.cfg.skipOf(m, now); why != SkipNone {
+		<-p.slots
+		p.skip(m, why)
+		return nil
+	}
 	p.mu.Lock()
 	c := p.newCopy(m)
 	if perr := natsconn.RefusalOf(p.nc).Err(); perr != nil && p.fatal == nil {
@@ -393,7 +414,7 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 		<-p.slots
 		return err
 	}
-	c.from = p.positionsLocked(false)
+	c.from, c.at = p.positionsLocked(false), now
 	p.pending = append(p.pending, c)
 	p.lastWritten = m.Seq
 	floor := p.floorLocked(m.Seq)
@@ -407,6 +428,26 @@ func (p *Publisher) Write(ctx context.Context, m *envelope.Message) error {
 		p.onFloor(floor)
 	}
 	return nil
+}
+
+// skip counts m as done without a copy: the floor (and the checkpoint)
+// passes it once the copies before it are settled, so that a resumed run
+// starts after it.
+func (p *Publisher) skip(m *envelope.Message, why Skip) {
+	p.mu.Lock()
+	switch why {
+	case SkipExpired:
+		p.counts.Expired++
+	case SkipMarker:
+		p.counts.Markers++
+	}
+	p.lastWritten = m.Seq
+	floor := p.floorLocked(m.Seq)
+	p.mu.Unlock()
+	if p.onFloor != nil && floor >= p.floorSeen+p.floorLag {
+		p.floorSeen = floor
+		p.onFloor(floor)
+	}
 }
 
 // retryStage sends the retries when they are due, until Close was called

@@ -33,12 +33,18 @@ type Summary struct {
 	Duplicates uint64 `json:"duplicates"`
 	// Unconfirmed (republishing) were sent but not acknowledged before the
 	// replay stopped; a re-run with the checkpoint settles them.
-	Unconfirmed uint64            `json:"unconfirmed"`
-	Failed      []uint64          `json:"failed"`
-	Checkpoint  uint64            `json:"checkpoint,omitempty"`
-	Subjects    map[string]uint64 `json:"subjects,omitempty"`
-	Seconds     float64           `json:"seconds"`
-	PerSecond   float64           `json:"messages_per_second"`
+	Unconfirmed uint64 `json:"unconfirmed"`
+	// SkippedExpired (republishing, and its dry run) were not copied:
+	// their TTL had passed (--ttl remaining).
+	SkippedExpired uint64 `json:"skipped_expired"`
+	// SkippedMarkers (republishing, and its dry run) were subject delete
+	// markers, not copied (--markers skip).
+	SkippedMarkers uint64            `json:"skipped_markers"`
+	Failed         []uint64          `json:"failed"`
+	Checkpoint     uint64            `json:"checkpoint,omitempty"`
+	Subjects       map[string]uint64 `json:"subjects,omitempty"`
+	Seconds        float64           `json:"seconds"`
+	PerSecond      float64           `json:"messages_per_second"`
 	// Resumed is the sequence a checkpoint made this run start after.
 	Resumed uint64 `json:"resumed_after,omitempty"`
 	// LastError (republishing) is why the last of Failed failed.
@@ -128,15 +134,104 @@ func (l *lineEnds) Read(p []byte) (int, error) {
 
 func (e *DumpError) Unwrap() error { return e.Err }
 
+// DumpInfo is what ValidateDump read in a dump: how many messages it
+// holds, and which of its subjects have messages with a TTL, so that
+// replay --from-file --to looks up the streams those copies go to before
+// it sends one.
+type DumpInfo struct {
+	Messages uint64
+	// subjects holds each subject's TTL span; nil when the dump has more
+	// than maxDumpSubjects subjects (all then stands for every one).
+	subjects map[string]ttlSpan
+	all      ttlSpan
+}
+
+// maxDumpSubjects bounds what DumpInfo keeps per subject.
+const maxDumpSubjects = 1024
+
+// ttlSpan says whether messages have a TTL, and the latest deadline of
+// those (the far future for a TTL of never).
+type ttlSpan struct {
+	has   bool
+	until time.Time
+}
+
+var never = time.Unix(1<<62, 0)
+
+func (s ttlSpan) with(o ttlSpan) ttlSpan {
+	if o.has && (!s.has || o.until.After(s.until)) {
+		return o
+	}
+	return s
+}
+
+// carries reports whether a copy made at now of a message in the span
+// carries a TTL under mode: remaining copies only what has not expired.
+func (s ttlSpan) carries(mode envelope.TTLMode, now time.Time) bool {
+	switch {
+	case !s.has || mode == envelope.TTLDrop:
+		return false
+	case mode == envelope.TTLKeep:
+		return true
+	}
+	return s.until.Sub(now) >= time.Second
+}
+
+// add counts m; a Nats-TTL the server would not have taken is an error.
+func (d *DumpInfo) add(m *envelope.Message) error {
+	d.Messages++
+	var span ttlSpan
+	if len(m.Header[envelope.TTLHeader]) > 0 {
+		st, err := envelope.TTLAt(m.Header, m.Time, m.Time)
+		if err != nil {
+			return err
+		}
+		span = ttlSpan{has: st.Has, until: st.Deadline}
+		if st.Never {
+			span.until = never
+		}
+	}
+	d.all = d.all.with(span)
+	if d.Messages == 1 {
+		d.subjects = make(map[string]ttlSpan)
+	}
+	if d.subjects != nil {
+		d.subjects[m.Subject] = d.subjects[m.Subject].with(span)
+		if len(d.subjects) > maxDumpSubjects {
+			d.subjects = nil
+		}
+	}
+	return nil
+}
+
+// origins are where a dump's copies come from: its subjects (or any,
+// when it has too many to keep), each with whether a copy made at now
+// carries a TTL under mode.
+func (d *DumpInfo) origins(mode envelope.TTLMode, now time.Time) []origin {
+	if d == nil {
+		// A dump that was not read through: any subject, any TTL.
+		return []origin{{subject: ">", ttl: mode != envelope.TTLDrop}}
+	}
+	if d.subjects == nil {
+		return []origin{{subject: ">", ttl: d.all.carries(mode, now)}}
+	}
+	out := make([]origin, 0, len(d.subjects))
+	for subject, span := range d.subjects {
+		out = append(out, origin{subject: subject, ttl: span.carries(mode, now)})
+	}
+	return out
+}
+
 // ValidateDump reads a whole dump, so that a bad line is found before
-// anything is published. It returns how many messages the dump holds, or
-// the first bad line as a *DumpError.
-func ValidateDump(ctx context.Context, rd io.Reader, name string) (uint64, error) {
-	var n uint64
+// anything is published. It returns what the dump holds, or the first
+// bad line as a *DumpError: a line that is not a message, or a message
+// with a Nats-TTL the server would not have stored.
+func ValidateDump(ctx context.Context, rd io.Reader, name string) (DumpInfo, error) {
+	var info DumpInfo
 	var bad error
-	badLine := 0
+	badLine, badTTL := 0, false
 	ends := &lineEnds{r: rd}
-	err := scanDump(ctx, ends, func(line int, _ *envelope.Message, err error) error {
+	err := scanDump(ctx, ends, func(line int, m *envelope.Message, err error) error {
 		switch {
 		case bad != nil:
 			// A line after the bad one: it was not the last.
@@ -145,18 +240,21 @@ func ValidateDump(ctx context.Context, rd io.Reader, name string) (uint64, error
 			bad, badLine = err, line
 			return nil
 		}
-		n++
+		if err := info.add(m); err != nil {
+			bad, badLine, badTTL = err, line, true
+		}
 		return nil
 	})
 	if bad != nil {
-		last := !errors.Is(err, errStopScan)
+		// A whole message with a bad TTL is no sign of a dump cut off.
+		last := !errors.Is(err, errStopScan) && !badTTL
 		cut := last && err == nil && ends.wholeN < ends.n
-		return n, &DumpError{Name: name, Line: badLine, Err: bad, Last: last, Cut: cut}
+		return info, &DumpError{Name: name, Line: badLine, Err: bad, Last: last, Cut: cut}
 	}
 	if err != nil {
-		return n, fmt.Errorf("%s: %w", name, err)
+		return info, fmt.Errorf("%s: %w", name, err)
 	}
-	return n, nil
+	return info, nil
 }
 
 var errStopScan = errors.New("stop")
@@ -248,6 +346,7 @@ func pump(ctx context.Context, src Source, sink Sink, sum Summary, opts Config, 
 			if pub != nil {
 				c := pub.Counts()
 				s.Messages, s.Bytes, s.Duplicates = c.Stored, c.Bytes, c.Duplicates
+				s.SkippedExpired, s.SkippedMarkers = c.Expired, c.Markers
 			}
 			s.Seconds = time.Since(start).Seconds()
 			opts.Progress(s)
@@ -341,11 +440,14 @@ func pump(ctx context.Context, src Source, sink Sink, sum Summary, opts Config, 
 		// Only what the target acknowledged counts.
 		c := pub.Counts()
 		sum.Messages, sum.Bytes, sum.Duplicates, sum.Unconfirmed = c.Stored, c.Bytes, c.Duplicates, c.Unconfirmed
+		sum.SkippedExpired, sum.SkippedMarkers = c.Expired, c.Markers
 	} else {
 		sum.Messages -= uint64(len(sum.Failed))
 	}
 	if st, ok := sink.(*StatsSink); ok {
 		sum.Subjects = st.Subjects
+		sum.Messages, sum.Bytes = st.Messages, st.Bytes
+		sum.SkippedExpired, sum.SkippedMarkers = st.Expired, st.Markers
 	}
 	sum.Seconds = time.Since(start).Seconds()
 	if sum.Seconds > 0 {

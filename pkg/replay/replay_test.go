@@ -81,15 +81,25 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// copyOf is p's copy of m now, which must not be skipped.
+func copyOf(t *testing.T, p *Publisher, m *envelope.Message) *nats.Msg {
+	t.Helper()
+	msg, skip := p.Copy(m, time.Now())
+	if skip != SkipNone {
+		t.Fatalf("seq %d skipped (%v)", m.Seq, skip)
+	}
+	return msg
+}
+
 func TestMsgIDNamesTargetSubject(t *testing.T) {
 	a := &Publisher{cfg: PublishConfig{To: "a.{subject}", MsgIDPrefix: DefaultMsgIDPrefix}}
 	b := &Publisher{cfg: PublishConfig{To: "b.{subject}", MsgIDPrefix: DefaultMsgIDPrefix}}
 	m := &envelope.Message{Stream: "ORDERS", Seq: 42, Subject: "orders.paid"}
-	idA, idB := a.Copy(m).Header.Get(jetstream.MsgIDHeader), b.Copy(m).Header.Get(jetstream.MsgIDHeader)
+	idA, idB := copyOf(t, a, m).Header.Get(jetstream.MsgIDHeader), copyOf(t, b, m).Header.Get(jetstream.MsgIDHeader)
 	if idA != "replay:ORDERS:42:a.orders.paid" || idA == idB {
 		t.Errorf("ids %q and %q: want the target subject in each", idA, idB)
 	}
-	if again := a.Copy(m).Header.Get(jetstream.MsgIDHeader); again != idA {
+	if again := copyOf(t, a, m).Header.Get(jetstream.MsgIDHeader); again != idA {
 		t.Errorf("id not deterministic: %q then %q", idA, again)
 	}
 }
@@ -229,7 +239,7 @@ func TestCopyHeaders(t *testing.T) {
 			envelope.SetProvenance(want, m)
 		}
 		want.Set(jetstream.MsgIDHeader, "replay:ORDERS:4711:copy.orders.paid")
-		got := p.Copy(m)
+		got := copyOf(t, p, m)
 		if got.Subject != "copy.orders.paid" || string(got.Data) != "d" || !reflect.DeepEqual(got.Header, want) {
 			t.Errorf("no provenance %v: %s %v, want %v", noProv, got.Subject, got.Header, want)
 		}
@@ -255,9 +265,9 @@ func TestValidateDumpCutLastLine(t *testing.T) {
 		{name: "bad line before others", dump: "nope\n" + line, bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n, err := ValidateDump(context.Background(), strings.NewReader(tc.dump), "d")
-			if n != tc.n {
-				t.Errorf("n = %d, want %d", n, tc.n)
+			info, err := ValidateDump(context.Background(), strings.NewReader(tc.dump), "d")
+			if info.Messages != tc.n {
+				t.Errorf("n = %d, want %d", info.Messages, tc.n)
 			}
 			var de *DumpError
 			if errors.As(err, &de) != tc.bad {

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -19,13 +20,17 @@ type Config struct {
 	// Range selects the stream's messages; unused when Dump is set.
 	Range streamread.Config
 	// Dump, when set, is replayed instead of a stream: a dump already
-	// checked whole with ValidateDump, named DumpName.
+	// checked whole with ValidateDump, named DumpName; DumpInfo is what
+	// ValidateDump said of it.
 	Dump     io.Reader
 	DumpName string
+	DumpInfo *DumpInfo
 
 	// Where the messages go: DryRun counts them per subject and writes
 	// nothing; else Publish republishes them to Target (js when nil);
-	// else ToFile writes them to a file; else Sink gets them.
+	// else ToFile writes them to a file; else Sink gets them. With
+	// Publish, the streams the copies go to are checked before anything
+	// is read, in a dry run too (see checkTargets).
 	DryRun  bool
 	Publish *PublishConfig
 	Target  jetstream.JetStream
@@ -104,7 +109,9 @@ func (c *Config) Check() error {
 // it as it goes and when it ends. Interrupted (ctx cancelled), it stops
 // reading, waits briefly for what is in flight, saves the checkpoint and
 // returns ctx's error with the summary. Errors that mean the run was
-// refused before reading wrap ErrInvalid (or streamread.ErrUnsupported).
+// refused before reading wrap ErrInvalid (or streamread.ErrUnsupported):
+// a checkpoint that does not fit, or, republishing, a target stream the
+// copies cannot go to (checkTargets).
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) (Summary, error) {
 	if err := cfg.Check(); err != nil {
 		return Summary{}, err
@@ -112,6 +119,8 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) (Summary, erro
 	cp := cfg.checkpoint
 	sum := Summary{Stream: cfg.Range.Stream}
 	var src Source
+	var origins []origin
+	from := ""
 	if cfg.Dump != nil {
 		after := uint64(0)
 		if cp != nil {
@@ -119,6 +128,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) (Summary, erro
 		}
 		src = FileSource(cfg.Dump, after)
 		sum.Stream = "file:" + cfg.DumpName
+		if cfg.Publish != nil {
+			origins, from = cfg.DumpInfo.origins(cfg.Publish.TTL, time.Now()), "copies of messages in "+cfg.DumpName
+		}
 	} else {
 		r, err := streamread.Resolve(ctx, js, cfg.Range)
 		if err != nil {
@@ -135,6 +147,22 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) (Summary, erro
 			sum.LastSeq = 0
 		}
 		src = StreamSource(js, r)
+		if cfg.Publish != nil {
+			origins, from = streamOrigins(r, cfg.Publish.TTL), fmt.Sprintf("copies of stream %q", r.Stream)
+		}
+	}
+	if cfg.Publish != nil {
+		target := cfg.Target
+		if target == nil {
+			target = js
+		}
+		pc := *cfg.Publish
+		markers, err := checkTargets(ctx, target, &pc, origins, from)
+		if err != nil {
+			return sum, err
+		}
+		pc.Markers = markers
+		cfg.Publish = &pc
 	}
 
 	sink, closeSink, err := cfg.sink(js, cp)
@@ -156,6 +184,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) (Summary, erro
 func (c *Config) sink(js jetstream.JetStream, cp *Checkpoint) (Sink, func(), error) {
 	nothing := func() {}
 	switch {
+	case c.DryRun && c.Publish != nil:
+		pc := c.Publish
+		return &StatsSink{Skip: func(m *envelope.Message) Skip { return pc.skipOf(m, time.Now()) }}, nothing, nil
 	case c.DryRun:
 		return &StatsSink{}, nothing, nil
 	case c.Publish != nil:

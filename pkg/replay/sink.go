@@ -68,14 +68,32 @@ func (s *LineSink) Failed() []uint64 { return nil }
 // StatsSink counts what would be written: the dry run.
 type StatsSink struct {
 	Subjects map[string]uint64
+	// Messages and Bytes count what would be written.
+	Messages, Bytes uint64
+	// Skip, when set, says which messages a republish would not copy;
+	// Expired and Markers count them, apart from the rest.
+	Skip             func(*envelope.Message) Skip
+	Expired, Markers uint64
 }
 
-// Write counts m under its subject.
+// Write counts m under its subject, or as skipped.
 func (s *StatsSink) Write(_ context.Context, m *envelope.Message) error {
+	if s.Skip != nil {
+		switch s.Skip(m) {
+		case SkipExpired:
+			s.Expired++
+			return nil
+		case SkipMarker:
+			s.Markers++
+			return nil
+		}
+	}
 	if s.Subjects == nil {
 		s.Subjects = make(map[string]uint64)
 	}
 	s.Subjects[m.Subject]++
+	s.Messages++
+	s.Bytes += uint64(len(m.Data))
 	return nil
 }
 
@@ -95,6 +113,13 @@ type PublishConfig struct {
 	To string
 	// NoProvenance leaves out the Jetctl-Source-* headers.
 	NoProvenance bool
+	// TTL is what a copy does with the original's Nats-TTL (--ttl;
+	// remaining by default: what is left of it, and a message whose TTL
+	// has passed is skipped).
+	TTL envelope.TTLMode
+	// Markers is what a republish does with subject delete markers
+	// (--markers).
+	Markers MarkersMode
 	// MaxInFlight bounds unacknowledged publishes (default 1024).
 	MaxInFlight int
 	// Retries is how often a publish that failed is retried (default 3).

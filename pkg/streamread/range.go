@@ -51,6 +51,9 @@ type Range struct {
 	Reader   ReaderKind
 	// Direct reports whether the stream allows direct get.
 	Direct bool
+	// StreamConfig is the stream's configuration when the range was
+	// fixed: what a copy of its messages may carry (replay --to).
+	StreamConfig jetstream.StreamConfig
 }
 
 // Empty reports whether the range holds no sequence.
@@ -93,6 +96,8 @@ func Resolve(ctx context.Context, js jetstream.JetStream, cfg Config) (Range, er
 		Subjects: cfg.Subjects,
 		Follow:   cfg.Follow,
 		Direct:   info.Config.AllowDirect,
+
+		StreamConfig: info.Config,
 	}
 	reader, err := chooseReader(cfg.Reader, info)
 	if err != nil {

@@ -83,6 +83,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"now":             cmdNow,
 		"sleep":           cmdSleep,
 		"second-js":       cmdSecondJS,
+		"old-server":      cmdOldServer,
 		"consumer-add":    cmdConsumerAdd,
 		"worker":          cmdWorker,
 		"wait-file":       cmdWaitFile,
@@ -105,6 +106,8 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"every-header":    cmdEveryHeader,
 		"counter-stream":  cmdCounterStream,
 		"fast-batch":      cmdFastBatch,
+		"priority-client": cmdPriorityClient,
+		"repl-durable":    cmdReplDurable,
 	}
 }
 
