@@ -96,9 +96,11 @@ stream is not copied by jetctl (each copy would be an increment again).
 Streams that source or mirror STREAM are left as they are and named in
 the summary: the cutover deletes STREAM, so they copy nothing more until
 their source is the target, from the sequence the summary gives (a
-mirror must be made again). The cutover first waits for them to have read
-what STREAM holds (up to 10s; the server acknowledges for them about once
-a second).
+mirror must be made again). Where STREAM is a workqueue or interest
+stream, the cutover first waits for them to have read and acknowledged
+what it holds (up to 10s; the server acknowledges for them about once a
+second, which the write outage then includes). apply --migrate refuses a
+stream that others source.
 
 Safety: needs --yes when not run in a terminal; --dry-run checks the
 target and shows what would be copied, and changes nothing.
