@@ -20,8 +20,10 @@ JetStream domain (--to-domain). The target's server copies the stream as a
 mirror, which keeps sequence numbers, timestamps and headers; a workqueue
 stream, which a mirror would drain, and a stream on a server with no route
 to the target's are copied by jetctl instead (the original times in a
-header). jetctl compares the copy with the source message by message while
-the source keeps taking writes. With --cutover it then moves the subjects and the
+header), and a counter stream, which the server does not mirror, is
+sourced by a counter stream (every subject's total kept and verified).
+jetctl compares the copy with the source message by message while the
+source keeps taking writes. With --cutover it then moves the subjects and the
 durable consumers (same config, same position) to the target and deletes
 the source, with a write outage of a few round trips.
 

@@ -17,6 +17,7 @@ import (
 	"github.com/jetctl/jetctl/cmd/factory"
 	"github.com/jetctl/jetctl/pkg/audit"
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	pkgmigrate "github.com/jetctl/jetctl/pkg/migrate"
 	"github.com/jetctl/jetctl/pkg/natsconn"
@@ -31,6 +32,7 @@ type streamOptions struct {
 	dryRun     bool
 	yes        bool
 	noProgress bool
+	ttl        string
 }
 
 func newCmdStream(f *factory.Factory) *cobra.Command {
@@ -47,7 +49,11 @@ source message by message while the source keeps taking writes. Without
 --cutover the target stays a live, verified mirror of the source; run
 again with --cutover to finish. A workqueue source, which a mirror would
 drain, is copied by jetctl instead (as between servers with no route,
-below), reading it without consuming anything.
+below), reading it without consuming anything. A counter stream
+(allow_msg_counter), which the server does not mirror, is sourced by a
+counter stream instead: every subject's total is kept and verified, the
+timestamps are the copy's, and sequences are renumbered where the source
+has gaps (the summary's sequences_kept says; consumer positions follow).
 
 --cutover pauses the source's durable consumers and takes its subjects off
 it (publishes get no stream: the write outage starts), waits for the last
@@ -79,7 +85,22 @@ the timestamps are not (each copy has the time it was stored; the original
 is in its Jetctl-Migrate-Time header), and headers the server acts on
 (Nats-Msg-Id, Nats-Rollup, ...) are kept renamed Jetctl-Orig-<Name>. Without
 --cutover the copy is not kept current. After the cutover, point the
-clients at the target's server.
+clients at the target's server. --ttl says what jetctl's copy gives a
+message with a Nats-TTL: remaining (the default) what is left of it,
+rounded up, so that the copy goes when its original does, never before;
+keep the whole TTL again, from the copy's time; drop none (the copy never
+expires). The original's stays readable as Jetctl-Orig-Nats-TTL. A mirror
+keeps each TTL as stored; --ttl keep or drop is refused for one. A counter
+stream is not copied by jetctl (each copy would be an increment again).
+
+Streams that source or mirror STREAM are left as they are and named in
+the summary: the cutover deletes STREAM, so they copy nothing more until
+their source is the target, from the sequence the summary gives (a
+mirror must be made again). Where STREAM is a workqueue or interest
+stream, the cutover first waits for them to have read and acknowledged
+what it holds (up to 10s; the server acknowledges for them about once a
+second, which the write outage then includes). apply --migrate refuses a
+stream that others source.
 
 Safety: needs --yes when not run in a terminal; --dry-run checks the
 target and shows what would be copied, and changes nothing.
@@ -89,7 +110,8 @@ a DLQ that cannot follow (nothing changed), 3 no such stream, 4 verification fou
 		Example: `  jetctl migrate stream ORDERS --as ORDERS_V2 --dry-run
   jetctl migrate stream ORDERS --as ORDERS_V2 --yes
   jetctl migrate stream ORDERS --as ORDERS_V2 --cutover --yes -o json
-  jetctl migrate stream ORDERS --to-context dr-cluster --cutover --yes`,
+  jetctl migrate stream ORDERS --to-context dr-cluster --cutover --yes
+  jetctl migrate stream ORDERS --to-server nats://dr:4222 --ttl keep --cutover --yes`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runStream(cmd.Context(), f, o, args[0]) },
 	}
@@ -102,6 +124,8 @@ a DLQ that cannot follow (nothing changed), 3 no such stream, 4 verification fou
 	fl.BoolVar(&o.dryRun, "dry-run", false, "check and show what would be copied; change nothing")
 	fl.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (needed when not in a terminal)")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
+	fl.StringVar(&o.ttl, "ttl", "remaining", "what jetctl's copy gives a message with a Nats-TTL: remaining|keep|drop")
+	_ = cmd.RegisterFlagCompletionFunc("ttl", cobra.FixedCompletions(envelope.TTLModes, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -120,6 +144,9 @@ func (o *streamOptions) validate(stream string) error {
 	}
 	if o.toServer == "" && o.toContext == "" && o.toDomain == "" && (o.as == "" || o.as == stream) {
 		return exitcode.UsageErrorf("give the target: --as NAME (another name), --to-server, --to-context or --to-domain")
+	}
+	if _, err := envelope.ParseTTLMode(o.ttl); err != nil {
+		return exitcode.UsageErrorf("%v", err)
 	}
 	return nil
 }
@@ -174,7 +201,8 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 	// the copy reports them; a new bar when the phase changes.
 	var bar *factory.Progress
 	phase := ""
-	cfg := pkgmigrate.Config{Stream: stream, Target: o.as, Cutover: o.cutover, DryRun: o.dryRun,
+	ttl, _ := envelope.ParseTTLMode(o.ttl) // validated
+	cfg := pkgmigrate.Config{Stream: stream, Target: o.as, Cutover: o.cutover, DryRun: o.dryRun, TTL: ttl,
 		Progress: func(pr pkgmigrate.Progress) {
 			if pr.Phase != phase {
 				bar.Finish()
@@ -199,6 +227,9 @@ func runStream(ctx context.Context, f *factory.Factory, o *streamOptions, stream
 	fmt.Fprintln(f.IO.Out, summaryLine(sum, o.describeTarget(stream)))
 	if d := sum.DLQ; d != nil {
 		fmt.Fprintln(f.IO.Out, dlqLine(d, sum.DryRun))
+	}
+	for _, d := range sum.Downstreams {
+		fmt.Fprintln(f.IO.Out, d.Action)
 	}
 	return nil
 }
@@ -244,8 +275,18 @@ func how(s *pkgmigrate.Summary) string {
 		return " by copying with jetctl (no route between the servers, so no mirror: each copy gets the time it is stored, the original time travels in its Jetctl-Migrate-Time header)"
 	case "workqueue":
 		return " by copying with jetctl (a mirror would drain a workqueue source: each copy gets the time it is stored, the original time travels in its Jetctl-Migrate-Time header)"
+	case pkgmigrate.CopyReasonCounter:
+		return " by sourcing it into a counter stream (a counter stream cannot be mirrored: every subject's total is kept and verified; each message gets the time it is stored, and sequences are renumbered where the source has gaps)"
 	}
 	return ""
+}
+
+// sequences says whether the counter way kept the sequences.
+func sequences(s *pkgmigrate.Summary) string {
+	if s.SequencesKept {
+		return "sequences kept"
+	}
+	return "sequences renumbered where the source had gaps"
 }
 
 func summaryLine(s *pkgmigrate.Summary, target string) string {
@@ -273,6 +314,9 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 	case s.Cutover && s.CopyReason == "workqueue":
 		return fmt.Sprintf("migrated %s to %s by copying (a mirror would drain a workqueue source; original times in the Jetctl-Migrate-Time header): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
 			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
+	case s.Cutover && s.CopyReason == pkgmigrate.CopyReasonCounter:
+		return fmt.Sprintf("migrated %s to %s by sourcing (a counter stream; each subject's total verified; %s): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s",
+			s.Stream, target, sequences(s), msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
 	case s.Cutover && s.Mechanism == "copy":
 		return fmt.Sprintf("migrated %s to %s by copying (no route between the servers; original times in the Jetctl-Migrate-Time header): %s, verified (digest %.12s); re-seated %s; write outage %s; took %s; point the clients at the target's server",
 			s.Stream, target, msgs, s.Digest, consumers, s.WriteOutage.Round(time.Millisecond), s.Elapsed.Round(time.Millisecond))
@@ -285,6 +329,9 @@ func summaryLine(s *pkgmigrate.Summary, target string) string {
 	case s.Mechanism == "copy":
 		return fmt.Sprintf("copied %s to %s (no route between the servers: jetctl copied): %s, verified; a run with --cutover copies what came since and moves the subjects and consumers; took %s",
 			s.Stream, target, msgs, s.Elapsed.Round(time.Millisecond))
+	case s.CopyReason == pkgmigrate.CopyReasonCounter:
+		return fmt.Sprintf("copied %s to %s (a counter stream: %s sources it; each subject's total verified): %s, verified; %s keeps sourcing %s until a run with --cutover; took %s",
+			s.Stream, target, s.Target, msgs, s.Target, s.Stream, s.Elapsed.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("copied %s to %s: %s, verified; %s stays a mirror of %s until a run with --cutover; took %s",
 		s.Stream, target, msgs, s.Target, s.Stream, s.Elapsed.Round(time.Millisecond))

@@ -114,7 +114,7 @@ func BenchmarkReadHashes(b *testing.B) {
 			n := benchMsgs(b)
 			ctx, js := benchStreamOf(b, n, tc.retention)
 			for b.Loop() {
-				hs, err := readHashes(ctx, js, "SRC", 1, uint64(n), true)
+				hs, err := readHashes(ctx, js, "SRC", 1, uint64(n), mirrorHash)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -133,7 +133,7 @@ func BenchmarkHashMsg(b *testing.B) {
 		Header: map[string][]string{"Nats-Msg-Id": {"abc"}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = hashMsg(m, true)
+		_ = hashMsg(m, mirrorHash)
 	}
 }
 

@@ -104,7 +104,15 @@ func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
 	return m.run(ctx, way{
 		mechanism: mechanismCopy,
 		check: func(final jetstream.StreamConfig, si *jetstream.StreamInfo) error {
-			_, err := copyConfig(final, si, m.dstName, m.copyPrefix)
+			if m.cfg.TTL != envelope.TTLDrop && si.Config.AllowMsgTTL && !final.AllowMsgTTL {
+				return fmt.Errorf("%w: stream %q allows per-message TTLs and the target would not (allow_msg_ttl): it would refuse the copies' Nats-TTL; give the target allow_msg_ttl, or copy with --ttl drop (the copies then never expire)", ErrInvalid, m.srcName)
+			}
+			if si.Config.AllowMsgCounter {
+				// Each copy would be an increment applied again
+				// (envelope.CmdCopy's Nats-Incr: refuse).
+				return fmt.Errorf("%w: stream %q is a counter stream: jetctl does not copy one message by message (each copy would be applied again as an increment); a counter stream moves between servers that reach each other (one leaf node connection between their JetStream domains), by sourcing", ErrInvalid, m.srcName)
+			}
+			_, err := copyConfig(final, si, m.dstName, m.copyPrefix, nil)
 			return err
 		},
 		create:  m.createCopy,
@@ -119,8 +127,12 @@ func (m *mover) copyRun(ctx context.Context) (*Summary, error) {
 // transforms, republish, interest retention, no-ack). With a prefix (the
 // servers reach each other, so the source's subjects cannot be the
 // target's yet) it listens on prefix.> instead of the source's subjects
-// and a subject transform takes the prefix off what it stores.
-func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, prefix string) (jetstream.StreamConfig, error) {
+// and a subject transform takes the prefix off what it stores. Without,
+// it listens on outside too: the subjects the source holds messages on
+// that its own subjects do not cover (stored when it sourced others, or
+// by a transform), which a copy is published to as well; the final config
+// leaves them out again.
+func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, prefix string, outside []string) (jetstream.StreamConfig, error) {
 	c, err := mirrorConfig(final, si.Config.Name, "")
 	if err != nil {
 		return c, err
@@ -130,7 +142,7 @@ func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, 
 	if len(subjects) == 0 {
 		subjects = []string{si.Config.Name}
 	}
-	c.Subjects = append(slices.Clone(subjects), PlaceholderSubject(target))
+	c.Subjects = append(append(slices.Clone(subjects), outside...), PlaceholderSubject(target))
 	if prefix != "" {
 		c.Subjects = []string{prefix + ".>", PlaceholderSubject(target)}
 		c.SubjectTransform = &jetstream.SubjectTransformConfig{Source: prefix + ".>", Destination: ">"}
@@ -153,7 +165,14 @@ func copyConfig(final jetstream.StreamConfig, si *jetstream.StreamInfo, target, 
 func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetstream.Stream, *state, error) {
 	final := m.finalConfig(si)
 	st := &state{Source: m.srcName, Phase: phaseCopying, Mechanism: mechanismCopy, CopyPrefix: m.copyPrefix, Final: final, SourceSubjects: si.Config.Subjects}
-	cc, err := copyConfig(final, si, m.dstName, m.copyPrefix)
+	var outside []string
+	if m.copyPrefix == "" {
+		var err error
+		if outside, err = m.subjectsOutside(ctx, si); err != nil {
+			return nil, nil, err
+		}
+	}
+	cc, err := copyConfig(final, si, m.dstName, m.copyPrefix, outside)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -168,6 +187,34 @@ func (m *mover) createCopy(ctx context.Context, si *jetstream.StreamInfo) (jetst
 		return nil, nil, fmt.Errorf("creating %q: %w", m.dstName, err)
 	}
 	return t, st, nil
+}
+
+// maxOutside bounds the subjects outside its own that a source may hold
+// for jetctl's copy to listen on them.
+const maxOutside = 1000
+
+// subjectsOutside lists the subjects the source holds messages on that its
+// subjects do not cover.
+func (m *mover) subjectsOutside(ctx context.Context, si *jetstream.StreamInfo) ([]string, error) {
+	own := si.Config.Subjects
+	if len(own) == 0 {
+		own = []string{si.Config.Name}
+	}
+	counts, err := subjectCounts(ctx, m.src.JS, m.srcName)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for subj := range counts {
+		if !streamread.SubjectMatchesAny(own, subj) {
+			out = append(out, subj)
+		}
+	}
+	if len(out) > maxOutside {
+		return nil, fmt.Errorf("%w: stream %q holds messages on %d subjects outside its own (stored when it sourced others, say): jetctl's copy publishes each message to its subject, and listens on at most %d of them", ErrInvalid, m.srcName, len(out), maxOutside)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // copyLive copies what the source holds and compares the copy with it;
@@ -453,7 +500,7 @@ func (m *mover) feedCopy(ctx context.Context, r streamread.Range, next, want uin
 		if m.copyPrefix != "" {
 			subject = m.copyPrefix + "." + subject
 		}
-		p := &copyPub{Pub: mv.Pub{Msg: &nats.Msg{Subject: subject, Header: encodeHeader(e.Header, e.Time), Data: e.Data}}, seq: e.Seq}
+		p := &copyPub{Pub: mv.Pub{Msg: &nats.Msg{Subject: subject, Header: encodeHeader(e.Header, e.Time, time.Now(), m.ttl), Data: e.Data}}, seq: e.Seq}
 		if hash {
 			p.hash = sourceHash(e)
 		}
@@ -478,11 +525,7 @@ func (m *mover) copyCutover(ctx context.Context, tinfo *jetstream.StreamInfo, st
 	if err != nil {
 		return nil, err
 	}
-	// What left the source first: strays removes jetctl's own markers.
-	if err := m.vanished(ctx, st); err != nil {
-		return nil, m.giveBack(ctx, st, err)
-	}
-	if err := m.strays(ctx); err != nil {
+	if err := m.checkHeld(ctx, st); err != nil {
 		return nil, m.giveBack(ctx, st, err)
 	}
 	sfinal, deleted, err := m.copySettle(ctx)
@@ -532,13 +575,15 @@ func (m *mover) verifyCopy(ctx context.Context, sinfo *jetstream.StreamInfo, del
 	return m.verifySets(ctx, sinfo, deleted, setChecks{lastSeq: true})
 }
 
-// encodeHeader is the header of the copy of a message with header h and
-// timestamp t: headers the server acts on renamed, the original time kept.
-// jetctl's own headers go one Jetctl-Orig- deeper than any of their names
-// the message has already (a message copied before), so that DecodeHeader
-// tells them apart.
-func encodeHeader(h nats.Header, t time.Time) nats.Header {
-	out := make(nats.Header, len(h)+2)
+// encodeHeader is the header of the copy, published at now, of a message
+// with header h stored at t: headers the server acts on renamed (listed in
+// Jetctl-Migrate-Renamed), the original time kept, and a Nats-TTL of the
+// copy's own by ttl (copyTTL; the original's is renamed like the others, so
+// that DecodeHeader gives it back). jetctl's own headers go one
+// Jetctl-Orig- deeper than any of their names the message has already (a
+// message copied before), so that DecodeHeader tells them apart.
+func encodeHeader(h nats.Header, t, now time.Time, ttl envelope.TTLMode) nats.Header {
+	out := make(nats.Header, len(h)+3)
 	var server []string
 	depth := -1
 	for k, vs := range h {
@@ -573,7 +618,37 @@ func encodeHeader(h nats.Header, t time.Time) nats.Header {
 		out[pre+HeaderRenamed] = []string{strings.Join(renamed, " ")}
 	}
 	out[pre+HeaderTime] = []string{t.UTC().Format(time.RFC3339Nano)}
+	if v := copyTTL(h, t, now, ttl); v != "" {
+		out[envelope.TTLHeader] = []string{v}
+	}
 	return out
+}
+
+// copyTTL is the Nats-TTL of the copy, published at now, of a message
+// stored at stored with header h, by mode; "" for none. remaining gives
+// what is left of the original's, rounded up to whole seconds, and at
+// least the server's least (1s) for one whose time is up (the server
+// removes it from the source any moment): the copy never goes before its
+// original, so a comparison never finds it gone from the target alone,
+// and jetctl's copy keeps every sequence, so it skips nothing. keep gives
+// the original's TTL again, counted from the copy's time; drop none (the
+// copy never expires).
+func copyTTL(h nats.Header, stored, now time.Time, mode envelope.TTLMode) string {
+	if mode == envelope.TTLDrop || len(h[envelope.TTLHeader]) == 0 {
+		return ""
+	}
+	st, err := envelope.TTLAt(h, stored, now)
+	switch {
+	case err != nil || !st.Has:
+		// None the server would act on: the copy has none either.
+		return ""
+	case st.Never:
+		return envelope.FormatTTL(0, true)
+	case mode == envelope.TTLKeep:
+		return envelope.FormatTTL(st.TTL, false)
+	}
+	left := (st.Deadline.Sub(now) + time.Second - 1) / time.Second * time.Second
+	return envelope.FormatTTL(max(left, time.Second), false)
 }
 
 // isExpectation says whether header name is a publish's expectation
@@ -639,10 +714,10 @@ func DecodeHeader(h nats.Header) nats.Header {
 
 // sourceHash hashes a message of the source for the copy's verification:
 // subject, headers and payload, not the time.
-func sourceHash(m *envelope.Message) uint64 { return hashMsg(m, false) }
+func sourceHash(m *envelope.Message) uint64 { return hashMsg(m, copiedHash) }
 
 // copyHash hashes a message of the target, jetctl's copy, as sourceHash
 // hashes its original: the headers mapped back.
 func copyHash(m *envelope.Message) uint64 {
-	return hashMsg(&envelope.Message{Subject: m.Subject, Header: DecodeHeader(m.Header), Data: m.Data}, false)
+	return hashMsg(&envelope.Message{Subject: m.Subject, Header: DecodeHeader(m.Header), Data: m.Data}, copiedHash)
 }

@@ -41,11 +41,7 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 		log.Debug("cutover", "stream", m.srcName, "step", what, "since_start", time.Since(outageStart))
 	}
 	step("positions saved")
-	// What left the source first: strays removes jetctl's own markers.
-	if err := m.vanished(ctx, st); err != nil {
-		return nil, m.giveBack(ctx, st, err)
-	}
-	if err := m.strays(ctx); err != nil {
+	if err := m.checkHeld(ctx, st); err != nil {
 		return nil, m.giveBack(ctx, st, err)
 	}
 	// 4. The last messages, the deletions, the comparison.
@@ -59,6 +55,20 @@ func (m *mover) cutover(ctx context.Context, tinfo *jetstream.StreamInfo, st *st
 	}
 	step("verified")
 	return m.seatAndPromote(ctx, st, outageStart)
+}
+
+// checkHeld runs the checks of a held source, before anything is copied
+// or compared: the streams downstream have read it all, nothing left it
+// that no consumer had been delivered, and nobody wrote to its
+// placeholder (strays removes jetctl's own markers, so it comes last).
+func (m *mover) checkHeld(ctx context.Context, st *state) error {
+	if err := m.downstreamsCaughtUp(ctx, st); err != nil {
+		return err
+	}
+	if err := m.vanished(ctx, st); err != nil {
+		return err
+	}
+	return m.strays(ctx)
 }
 
 // HeaderEnd marks the end marker a cutover publishes to the source's
@@ -98,7 +108,7 @@ func (m *mover) strays(ctx context.Context) error {
 		if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return fmt.Errorf("stream %q: deleting the end marker at seq %d: %w", m.srcName, seq, err)
 		}
-		if t, err := m.dst.JS.Stream(ctx, m.dstName); err == nil {
+		if t, err := m.dst.JS.Stream(ctx, m.dstName); err == nil && m.seqs == nil {
 			_ = t.DeleteMsg(ctx, seq) // copied, or not: settle compares what is left
 		}
 	}
@@ -143,8 +153,12 @@ func (m *mover) seatAndPromote(ctx context.Context, st *state, outageStart time.
 	if err != nil {
 		return nil, err
 	}
+	for i := range st.Downstreams {
+		// What the target takes after the promotion comes after this.
+		st.Downstreams[i].FromSeq = tinfo.State.LastSeq + 1
+	}
 	for _, c := range st.Consumers {
-		if err := m.seat(ctx, c, tinfo.State.LastSeq); err != nil {
+		if err := m.seat(ctx, m.seatedPosition(c), tinfo.State.LastSeq); err != nil {
 			return nil, fmt.Errorf("%w; the source has its subjects and consumers back", m.giveBack(ctx, st, err))
 		}
 	}
@@ -152,9 +166,10 @@ func (m *mover) seatAndPromote(ctx context.Context, st *state, outageStart time.
 	// The target takes the subjects (a mirror's is removed); the state
 	// stays until finish.
 	st.Phase = phasePromoted
-	st.Verified = &verifiedState{Digest: m.sum.Digest, Messages: m.sum.Messages, Bytes: m.sum.Bytes, FirstSeq: m.sum.FirstSeq, LastSeq: m.sum.LastSeq, Promoted: time.Now().UTC()}
+	st.Verified = &verifiedState{Digest: m.sum.Digest, Messages: m.sum.Messages, Bytes: m.sum.Bytes, FirstSeq: m.sum.FirstSeq, LastSeq: m.sum.LastSeq, Renumbered: !m.sum.SequencesKept, Promoted: time.Now().UTC()}
 	final := st.Final
 	final.Mirror = nil
+	final.Sources = nil  // the counter way's source of the source
 	final.Sealed = false // sealing, if declared, comes last
 	final.MirrorDirect = false
 	final, err = withState(final, st)
@@ -193,6 +208,9 @@ func (m *mover) hold(ctx context.Context, tinfo *jetstream.StreamInfo, st *state
 				paused = p
 			}
 			st.Consumers = append(st.Consumers, savedConsumer{Config: ci.Config, Paused: paused})
+		}
+		if st.Downstreams, err = m.findDownstreams(ctx); err != nil {
+			return nil, time.Time{}, err
 		}
 		st.Phase = phaseCutover
 		st.OutageStart = time.Now().UTC()
@@ -463,6 +481,7 @@ func (m *mover) abandon(ctx context.Context, st *state) error {
 	}
 	st.Phase = phaseCopying
 	st.Consumers = nil
+	st.Downstreams = nil
 	st.Snapshot = nil // the next run's copy begins from what the source holds then
 	_, err = saveState(ctx, m.dst.JS, tinfo, st)
 	return err
@@ -518,11 +537,16 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	if err := m.src.JS.DeleteStream(ctx, m.srcName); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("deleting %q: %w", m.srcName, err)
 	}
+	if err := m.sourcedUpTo(ctx, st.Downstreams); err != nil {
+		return nil, err
+	}
 	// No advisory of either name is sent now: the source is gone and the
 	// consumers on the target are paused.
 	if err := m.finishDLQ(ctx); err != nil {
 		return nil, err
 	}
+	m.sum.Downstreams = st.Downstreams
+	m.explain(m.sum.Downstreams, true, st.Final)
 	for _, c := range st.Consumers {
 		m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Config.Name, AckFloor: c.AckFloor, Pending: c.Pending, Changed: m.notes[c.Config.Name]})
 		if m.hop.hold {
@@ -546,7 +570,7 @@ func (m *mover) finish(ctx context.Context, tinfo *jetstream.StreamInfo, st *sta
 	final.Metadata = userMetadata(final.Metadata)
 	if !m.hop.lockHeld {
 		// A move of its own (not a hop of a replacement) leaves its mark.
-		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Bytes: m.sum.Bytes, Finished: time.Now().UTC()})
+		mark, err := json.Marshal(doneMark{Source: m.srcName, Mechanism: m.sum.Mechanism, Digest: m.sum.Digest, Bytes: m.sum.Bytes, Renumbered: !m.sum.SequencesKept, Finished: time.Now().UTC()})
 		if err != nil {
 			return nil, err
 		}

@@ -82,6 +82,13 @@ func (m *mover) finishCopy(ctx context.Context) (*Summary, error) {
 	m.sum.Messages, m.sum.Bytes = si.State.Msgs, si.State.Bytes
 	m.sum.FirstSeq, m.sum.LastSeq = si.State.FirstSeq, si.State.LastSeq
 	m.sum.Verified = true
+	if m.seqs != nil {
+		m.sum.SequencesKept = !m.seqs.renumbered()
+	}
+	if m.sum.Downstreams, err = m.findDownstreams(ctx); err != nil {
+		return nil, err
+	}
+	m.explain(m.sum.Downstreams, false, m.finalConfig(si))
 	m.sum.Elapsed = since(m.started)
 	return m.sum, nil
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/errkind"
 )
 
@@ -62,6 +63,11 @@ type Config struct {
 	Cutover bool
 	// DryRun checks everything and returns what would be done.
 	DryRun bool
+	// TTL is what jetctl's copy gives each copy of a message with a
+	// Nats-TTL (the zero value: what is left of it; see copyTTL). A mirror
+	// and the counter way keep each message's as stored: a TTL other than
+	// remaining is refused for them.
+	TTL envelope.TTLMode
 	// Progress, if set, is called while the copy catches up.
 	Progress func(Progress)
 	// AtStep, if set, is called at each step a killed run must be able to
@@ -102,9 +108,11 @@ type Summary struct {
 	Stream    string `json:"stream"`
 	Target    string `json:"target"`
 	Mechanism string `json:"mechanism"`
-	// CopyReason says why jetctl copied rather than a mirror: "no-route"
-	// (the target's server cannot read the source's) or "workqueue" (a
-	// mirror would drain a workqueue source); "" for a mirror.
+	// CopyReason says why a mirror does not copy: "no-route" (the
+	// target's server cannot read the source's) or "workqueue" (a mirror
+	// would drain a workqueue source), with mechanism "copy"; "counter"
+	// (a counter stream cannot be mirrored) with mechanism "source"; ""
+	// for a mirror.
 	CopyReason string `json:"copy_reason,omitempty"`
 	// Messages, Bytes, FirstSeq and LastSeq are the source's, from its
 	// stream state (bytes as its server stores them, headers included),
@@ -117,10 +125,19 @@ type Summary struct {
 	LastSeq   uint64         `json:"last_seq"`
 	Consumers []ConsumerMove `json:"consumers"`
 	Verified  bool           `json:"verified"`
+	// SequencesKept: every message has its sequence in the target. A
+	// mirror and jetctl's copy keep them; the counter way only where the
+	// source has no gaps (false when it renumbered).
+	SequencesKept bool `json:"sequences_kept"`
 	// Digest is a SHA-256 over every message verified (sequence, subject,
 	// headers, payload, timestamp), in the order compared.
 	Digest  string `json:"digest,omitempty"`
 	Cutover bool   `json:"cutover"`
+	// Downstreams are the streams that source or mirror the source: the
+	// move leaves them as they are, and a cutover deletes what they read
+	// (downstream.go). After a cutover each says from which sequence of
+	// the target to source.
+	Downstreams []Downstream `json:"downstreams,omitempty"`
 	// DLQ is the source's DLQ when a cutover moves the stream to another
 	// name: it moves along (what a dry run would do, what a run did).
 	DLQ *dlq.MovePlan `json:"dlq,omitempty"`

@@ -21,13 +21,32 @@ import (
 // another domain, its mirror just never hears.
 const unheardFor = 15 * time.Second
 
+// mirrorRefuses are the settings a 2.15 server refuses on a mirror and
+// takes in the update that promotes it (TestFactMirrorConfigRefusals):
+// the mirror is created without them and the promotion, which sends the
+// final config, turns them on again. A mirror takes allow_msg_ttl (it
+// keeps and honours each message's Nats-TTL, TestFactMirrorKeepsAndHonoursTTL)
+// and persist_mode, which no update may change, so both are the final
+// config's from the start. allow_msg_counter it refuses and no update may
+// turn on: a counter stream moves by the counter way (counter.go).
+var mirrorRefuses = []struct {
+	field string
+	clear func(*jetstream.StreamConfig)
+}{
+	{"allow_atomic", func(c *jetstream.StreamConfig) { c.AllowAtomicPublish = false }},
+	{"allow_batched", func(c *jetstream.StreamConfig) { c.AllowBatchPublish = false }},
+	{"allow_msg_schedules", func(c *jetstream.StreamConfig) { c.AllowMsgSchedules = false }},
+	{"subject_delete_marker_ttl", func(c *jetstream.StreamConfig) { c.SubjectDeleteMarkerTTL = 0 }},
+}
+
 // mirrorConfig is the target while it copies: final's settings as a mirror
 // of the source, without what a mirror may not have (subjects, first
-// sequence, transforms) and without what would stop the cutover deleting
-// from it (deny delete and purge); those come with the promotion.
+// sequence, transforms, mirrorRefuses) and without what would stop the
+// cutover deleting from it (deny delete and purge); those come with the
+// promotion.
 func mirrorConfig(final jetstream.StreamConfig, source, api string) (jetstream.StreamConfig, error) {
 	if final.AllowMsgCounter {
-		return final, fmt.Errorf("%w: a counter stream cannot be mirrored, so it is not migrated", ErrInvalid)
+		return final, fmt.Errorf("%w: a counter stream cannot be mirrored (TestFactCounterSourced)", ErrInvalid)
 	}
 	c := final
 	c.Subjects = nil
@@ -46,8 +65,9 @@ func mirrorConfig(final jetstream.StreamConfig, source, api string) (jetstream.S
 		// promotion (limits to interest changes in place).
 		c.Retention = jetstream.LimitsPolicy
 	}
-	c.AllowMsgSchedules = false
-	c.AllowAtomicPublish = false
+	for _, r := range mirrorRefuses {
+		r.clear(&c)
+	}
 	c.Mirror = &jetstream.StreamSource{Name: source}
 	if api != "" {
 		c.Mirror.External = &jetstream.ExternalStream{APIPrefix: api}
@@ -156,10 +176,24 @@ func (m *mover) waitCopied(ctx context.Context, phase string, want, total uint64
 	}
 }
 
-// caughtUp says whether a mirror reports that it has copied everything
-// its origin holds: no lag, and heard from lately.
+// caughtUp says whether a mirror (or the counter way's sourced target)
+// reports that it has copied everything its origin holds: no lag, and
+// heard from lately.
 func caughtUp(ti *jetstream.StreamInfo) bool {
-	return ti.Mirror != nil && ti.Mirror.Error == nil && ti.Mirror.Lag == 0 && ti.Mirror.Active >= 0 && ti.Mirror.Active < time.Minute
+	mi := replication(ti)
+	return mi != nil && mi.Error == nil && mi.Lag == 0 && mi.Active >= 0 && mi.Active < time.Minute
+}
+
+// replication is how the target reads the source: its mirror, or the
+// counter way's one source; nil for neither.
+func replication(ti *jetstream.StreamInfo) *jetstream.StreamSourceInfo {
+	if ti.Mirror != nil {
+		return ti.Mirror
+	}
+	if len(ti.Sources) == 1 {
+		return ti.Sources[0]
+	}
+	return nil
 }
 
 // gone says whether seq is no longer in the source (its leader says so).
@@ -198,7 +232,7 @@ var mirrorErrorGrace = time.Minute
 // move: only once it has lasted mirrorErrorGrace. The first time it warns
 // on stderr that the move waits.
 func (w *copyWatch) mirrorError(ctx context.Context, ti *jetstream.StreamInfo, now time.Time) error {
-	mi := ti.Mirror
+	mi := replication(ti)
 	if mi == nil || mi.Error == nil {
 		w.errSince, w.warned = time.Time{}, false
 		return nil
@@ -233,7 +267,7 @@ func (w *copyWatch) poll(ctx context.Context) (*jetstream.StreamInfo, error) {
 	if err := w.mirrorError(ctx, ti, time.Now()); err != nil {
 		return nil, err
 	}
-	if mi := ti.Mirror; mi != nil && mi.Active < 0 && time.Since(w.start) > unheardFor {
+	if mi := replication(ti); mi != nil && mi.Active < 0 && time.Since(w.start) > unheardFor {
 		return nil, fmt.Errorf("%w: the mirror %q has not heard from %q in %s (through %q); the state is kept: delete %q to give up",
 			ErrUnreachable, m.dstName, m.srcName, unheardFor, cmp.Or(m.api, "the same server"), m.dstName)
 	}

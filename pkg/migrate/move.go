@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/lease"
@@ -86,6 +87,12 @@ type mover struct {
 	same bool
 	// dlqMove is the source's DLQ, moving to the target's name (dlq.go).
 	dlqMove *dlq.MovePlan
+	// ttl is what jetctl's copy does with a message's Nats-TTL: the
+	// config's, or drop where the target allows no TTLs.
+	ttl envelope.TTLMode
+	// seqs pairs the source's sequences with the target's, for the
+	// counter way (counter.go); nil for the others, which keep them.
+	seqs *seqMap
 	// copyPrefix, for jetctl's copy between servers that can reach each
 	// other (a workqueue source), is the subject prefix the copy is
 	// published under: the target takes it off again with a subject
@@ -109,7 +116,7 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 			return nil, err
 		}
 	}
-	m.sum = &Summary{Stream: m.srcName, Target: m.dstName, Mechanism: "mirror", Cutover: cfg.Cutover, DryRun: cfg.DryRun, Consumers: []ConsumerMove{}}
+	m.sum = &Summary{Stream: m.srcName, Target: m.dstName, Mechanism: "mirror", Cutover: cfg.Cutover, DryRun: cfg.DryRun, Consumers: []ConsumerMove{}, SequencesKept: true}
 	api, same, err := reach(ctx, src, dst)
 	if errors.Is(err, ErrUnreachable) && clientCopy != nil {
 		// No route between the servers: jetctl copies (clientcopy.go).
@@ -122,6 +129,12 @@ func stream(ctx context.Context, src, dst Endpoint, cfg Config, h hop) (*Summary
 	m.api, m.same = api, same
 	if same && m.srcName == m.dstName {
 		return nil, fmt.Errorf("%w: the target is the source (%q on the same server); give another name or another server", ErrInvalid, m.srcName)
+	}
+	if m.counterStream(ctx) {
+		// A counter stream cannot be mirrored: the target sources it
+		// (counter.go).
+		m.sum.Mechanism, m.sum.CopyReason = mechanismSource, CopyReasonCounter
+		return m.run(ctx, m.counterWay())
 	}
 	if byCopy, err := m.workqueueCopy(ctx); err != nil {
 		return nil, err
@@ -266,7 +279,7 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 		if st.Mechanism == mechanismCopy && w.mechanism != mechanismCopy {
 			return nil, fmt.Errorf("%w: stream %q is jetctl's copy of %q, begun when the servers had no route; delete it to move by a mirror; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
 		}
-		if st.Mechanism != mechanismCopy && w.mechanism == mechanismCopy {
+		if st.Mechanism != w.mechanism {
 			return nil, fmt.Errorf("%w: stream %q exists and is not a migration of %q; nothing was changed", ErrTargetExists, m.dstName, m.srcName)
 		}
 		m.sum.Resumed = true
@@ -290,6 +303,13 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 	if sinfo != nil {
 		m.sum.Messages, m.sum.Bytes = sinfo.State.Msgs, sinfo.State.Bytes
 		m.sum.FirstSeq, m.sum.LastSeq = sinfo.State.FirstSeq, sinfo.State.LastSeq
+	}
+	switch {
+	case m.cfg.TTL == envelope.TTLRemaining || w.mechanism == mechanismCopy:
+	case w.mechanism == mechanismSource:
+		return nil, fmt.Errorf("%w: --ttl %s is for jetctl's copy, and stream %q, a counter stream (which has no TTLs), moves by sourcing", ErrInvalid, m.cfg.TTL, m.srcName)
+	default:
+		return nil, fmt.Errorf("%w: --ttl %s is for jetctl's copy, and stream %q moves by a mirror: the target keeps each message's Nats-TTL as the source stored it (it expires when the original would)", ErrInvalid, m.cfg.TTL, m.srcName)
 	}
 	if st == nil {
 		final := m.finalConfig(sinfo)
@@ -321,6 +341,10 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 			for _, c := range cs {
 				m.sum.Consumers = append(m.sum.Consumers, ConsumerMove{Name: c.Name, AckFloor: c.AckFloor.Stream, Pending: c.NumAckPending})
 			}
+			if m.sum.Downstreams, err = m.findDownstreams(ctx); err != nil {
+				return nil, err
+			}
+			m.explain(m.sum.Downstreams, false, m.finalConfig(sinfo))
 		}
 		return m.sum, nil
 	}
@@ -337,6 +361,10 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 			return nil, err
 		}
 		m.at("created")
+	}
+	m.ttl = m.cfg.TTL
+	if !st.Final.AllowMsgTTL {
+		m.ttl = envelope.TTLDrop
 	}
 	if st.Mechanism != mechanismCopy && sinfo != nil && sinfo.Config.Retention == jetstream.WorkQueuePolicy && (st.Phase == phaseCopying || st.Phase == phaseCutover) {
 		// Begun by an earlier jetctl, which mirrored workqueue sources.
@@ -394,6 +422,7 @@ func (m *mover) run(ctx context.Context, w way) (_ *Summary, err error) {
 		// and the outage it measured.
 		m.sum.Verified, m.sum.Digest = true, v.Digest
 		m.sum.Messages, m.sum.Bytes, m.sum.FirstSeq, m.sum.LastSeq = v.Messages, v.Bytes, v.FirstSeq, v.LastSeq
+		m.sum.SequencesKept = !v.Renumbered
 		if !st.OutageStart.IsZero() {
 			m.sum.WriteOutage = v.Promoted.Sub(st.OutageStart).Round(time.Microsecond)
 		}
@@ -420,6 +449,10 @@ func (m *mover) alreadyDone(ctx context.Context, ti *jetstream.StreamInfo) (*Sum
 	}
 	m.sum.AlreadyDone, m.sum.Cutover, m.sum.Verified, m.sum.Digest = true, true, true, done.Digest
 	m.sum.Mechanism = cmp.Or(done.Mechanism, "mirror")
+	m.sum.SequencesKept = !done.Renumbered
+	if m.sum.Mechanism == mechanismSource {
+		m.sum.CopyReason = CopyReasonCounter
+	}
 	m.sum.Messages, m.sum.Bytes = ti.State.Msgs, ti.State.Bytes
 	if done.Bytes > 0 {
 		// The source's figure, as the move reported it (Summary.Bytes).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,7 +47,31 @@ func Migratable(old, new jetstream.StreamConfig) error {
 	if len(old.Sources) > 0 || len(new.Sources) > 0 {
 		return errors.New("sourced streams are not migrated yet")
 	}
+	if old.AllowMsgCounter != new.AllowMsgCounter {
+		// A counter's messages are its increments and totals; a plain
+		// stream's cannot become them, nor the other way round (the
+		// counter way sources: TestFactCounterSourced).
+		return errors.New("allow_msg_counter cannot change, not even by a migration")
+	}
 	return nil
+}
+
+// noDownstreams refuses a replacement of a stream that other streams
+// source or mirror, before anything changes: the replacement deletes it
+// and makes it again, and a stream sourcing one made again under its name
+// sources it again from its start, storing every message twice
+// (TestFactSourceOfRecreatedStreamStartsOver).
+func noDownstreams(ctx context.Context, ep Endpoint, name, tmp string) error {
+	ds, err := (&mover{src: ep, srcName: name, dstName: tmp}).findDownstreams(ctx)
+	if err != nil || len(ds) == 0 {
+		return err
+	}
+	var names []string
+	for _, d := range ds {
+		names = append(names, d.where())
+	}
+	return fmt.Errorf("%w: stream %q is read by %s (sourced or mirrored): a migration under its own name deletes it and makes it again, and a stream sourcing it would then copy every message again from its start; remove %q from their sources (or mirrors) first, and give it back after the migration, from the sequence after the last they sourced; nothing was changed",
+		ErrInvalid, name, strings.Join(names, ", "), name)
 }
 
 // TempName is the stream a replacement of name passes through.
@@ -73,6 +98,11 @@ func Replace(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCo
 		return nil, err
 	}
 	secondOnly := (xok && xst != nil && xst.Source == tmp) || (!xok && tok && tst != nil && tst.Phase == phaseHeld)
+	if xok && !tok {
+		if err := noDownstreams(ctx, ep, name, tmp); err != nil {
+			return nil, err
+		}
+	}
 	if !opts.DryRun {
 		var release func()
 		if ctx, release, err = takeLease(ctx, js, name); err != nil {

@@ -20,7 +20,8 @@ import (
 const maxSnapshotDeleted = 2000
 
 // snapshot records, for a workqueue or interest source, what it holds as
-// the copy begins (see sourceSnapshot), unless the state has one.
+// the copy begins (see sourceSnapshot), unless the state has one. The
+// durables of the streams downstream count as consumers (downstream.go).
 func (m *mover) snapshot(ctx context.Context, tinfo *jetstream.StreamInfo, st *state) (*jetstream.StreamInfo, error) {
 	if st.Snapshot != nil {
 		return tinfo, nil
@@ -37,6 +38,9 @@ func (m *mover) snapshot(ctx context.Context, tinfo *jetstream.StreamInfo, st *s
 		return nil, err
 	}
 	snap := &sourceSnapshot{First: sinfo.State.FirstSeq, Last: sinfo.State.LastSeq, Msgs: sinfo.State.Msgs}
+	if snap.Delivered, err = m.replicationDelivered(ctx); err != nil {
+		return nil, err
+	}
 	for _, c := range cs {
 		snap.Delivered = max(snap.Delivered, c.Delivered.Stream)
 	}
@@ -64,7 +68,12 @@ func (m *mover) vanished(ctx context.Context, st *state) error {
 	if snap == nil || snap.Partial || snap.Msgs == 0 {
 		return nil
 	}
-	delivered := snap.Delivered
+	// What the streams downstream read may have left it too.
+	delivered, err := m.replicationDelivered(ctx)
+	if err != nil {
+		return err
+	}
+	delivered = max(delivered, snap.Delivered)
 	for _, c := range st.Consumers {
 		delivered = max(delivered, c.Delivered)
 	}

@@ -27,7 +27,8 @@ type state struct {
 	SourceAPI string `json:"source_api,omitempty"`
 	Phase     string `json:"phase"`
 	// Mechanism is "copy" when jetctl copies (no route between the
-	// servers, clientcopy.go), "" for a mirror.
+	// servers, clientcopy.go), "source" for a counter stream (counter.go),
+	// "" for a mirror.
 	Mechanism string `json:"mechanism,omitempty"`
 	// CopyPrefix is the subject prefix jetctl's copy publishes under when
 	// the target's server can reach the source's (a workqueue source): the
@@ -47,6 +48,9 @@ type state struct {
 	SourceDirectOff bool `json:"source_direct_off,omitempty"`
 	// Consumers are the source's durables as the cutover found them.
 	Consumers []savedConsumer `json:"consumers,omitempty"`
+	// Downstreams are the streams that read the source, as the cutover
+	// found them (downstream.go).
+	Downstreams []Downstream `json:"downstreams,omitempty"`
 	// OutageStart is when the source's subjects were taken off it.
 	OutageStart time.Time `json:"outage_start,omitzero"`
 	// Snapshot is what a workqueue or interest source held when the copy
@@ -134,6 +138,8 @@ type verifiedState struct {
 	Bytes    uint64 `json:"bytes"`
 	FirstSeq uint64 `json:"first_seq"`
 	LastSeq  uint64 `json:"last_seq"`
+	// Renumbered: the counter way gave messages other sequences.
+	Renumbered bool `json:"renumbered,omitempty"`
 	// Promoted is when the target was given the subjects (the outage's
 	// end, as near as the request that does it).
 	Promoted time.Time `json:"promoted"`
@@ -151,8 +157,9 @@ type doneMark struct {
 	Mechanism string `json:"mechanism,omitempty"`
 	Digest    string `json:"digest,omitempty"`
 	// Bytes is the source's, as the move's summary said (Summary.Bytes).
-	Bytes    uint64    `json:"bytes,omitempty"`
-	Finished time.Time `json:"finished"`
+	Bytes      uint64    `json:"bytes,omitempty"`
+	Renumbered bool      `json:"renumbered,omitempty"`
+	Finished   time.Time `json:"finished"`
 }
 
 // sourceSnapshot is what the source held when the copy began: its first

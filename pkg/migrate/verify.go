@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -25,11 +26,28 @@ type msgHash struct {
 	Hash uint64
 }
 
+// hashOpts say what a message's hash takes in.
+type hashOpts struct {
+	// withTime: its timestamp (a mirror keeps it; jetctl's copy and the
+	// counter way cannot).
+	withTime bool
+	// noBatch: not its Nats-Batch-* headers, which the server drops from
+	// what it mirrors or sources (TestFactMirrorDropsBatchHeaders).
+	noBatch bool
+}
+
+// The hashes of the three ways: the mirror's, jetctl's copy's (whose
+// headers are mapped back: copyHash) and the counter way's.
+var (
+	mirrorHash  = hashOpts{withTime: true, noBatch: true}
+	copiedHash  = hashOpts{}
+	sourcedHash = hashOpts{noBatch: true}
+)
+
 // hashMsg hashes m without its Nats-Expected-* headers, which neither a
-// mirror (TestFactMirrorDropsExpectedHeaders) nor jetctl's copy keeps;
-// withTime includes its timestamp (a mirror keeps it, jetctl's copy
-// cannot).
-func hashMsg(m *envelope.Message, withTime bool) uint64 {
+// mirror (TestFactMirrorDropsExpectedHeaders) nor jetctl's copy keeps, and
+// as o says.
+func hashMsg(m *envelope.Message, o hashOpts) uint64 {
 	d := xxhash.New()
 	var n [8]byte
 	put := func(b []byte) {
@@ -40,7 +58,7 @@ func hashMsg(m *envelope.Message, withTime bool) uint64 {
 	put([]byte(m.Subject))
 	keys := make([]string, 0, len(m.Header))
 	for k := range m.Header {
-		if isExpectation(k) {
+		if isExpectation(k) || o.noBatch && isBatch(k) {
 			continue
 		}
 		keys = append(keys, k)
@@ -53,7 +71,7 @@ func hashMsg(m *envelope.Message, withTime bool) uint64 {
 		}
 	}
 	put(m.Data)
-	if withTime {
+	if o.withTime {
 		binary.BigEndian.PutUint64(n[:], uint64(m.Time.UnixNano()))
 		_, _ = d.Write(n[:])
 	}
@@ -61,9 +79,9 @@ func hashMsg(m *envelope.Message, withTime bool) uint64 {
 }
 
 // readHashes hashes the messages of stream from..to (inclusive).
-func readHashes(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, withTime bool) ([]msgHash, error) {
+func readHashes(ctx context.Context, js jetstream.JetStream, stream string, from, to uint64, o hashOpts) ([]msgHash, error) {
 	var out []msgHash
-	err := readHashesTo(ctx, js, stream, from, to, func(m *envelope.Message) uint64 { return hashMsg(m, withTime) }, func(h msgHash) error {
+	err := readHashesTo(ctx, js, stream, from, to, func(m *envelope.Message) uint64 { return hashMsg(m, o) }, func(h msgHash) error {
 		out = append(out, h)
 		return nil
 	})
@@ -272,7 +290,7 @@ func (m *mover) recheck(ctx context.Context, seq uint64, exact bool) error {
 	if err != nil {
 		return err
 	}
-	tm, tIn, err := leaderMsg(ctx, m.dst.JS, m.dstName, seq)
+	tm, tIn, err := m.targetLeaderMsg(ctx, seq)
 	if err != nil {
 		return err
 	}
@@ -308,14 +326,47 @@ func leaderMsg(ctx context.Context, js jetstream.JetStream, stream string, seq u
 	return m, true, nil
 }
 
+// targetLeaderMsg reads the target's message of the source's seq from its
+// leader: the same sequence, or for the counter way the one paired with
+// it (none when none is).
+func (m *mover) targetLeaderMsg(ctx context.Context, seq uint64) (*envelope.Message, bool, error) {
+	if m.seqs != nil {
+		tseq, ok := m.seqs.target(seq)
+		if !ok {
+			return nil, false, nil
+		}
+		seq = tseq
+	}
+	return leaderMsg(ctx, m.dst.JS, m.dstName, seq)
+}
+
 // whatDiffers says what differs between a source message and the target's,
 // compared as the hashes compare them (the target's headers mapped back and
 // no timestamp for jetctl's copy): the subjects and timestamps, the names
 // of the headers, the payloads' sizes. Never header values or payloads.
 func (m *mover) whatDiffers(src, dst *envelope.Message) string {
-	withTime := m.sum == nil || m.sum.Mechanism != "copy"
-	if !withTime {
+	withTime := m.sum == nil || m.sum.Mechanism == "mirror"
+	switch {
+	case m.seqs != nil:
+		strip := func(e *envelope.Message) *envelope.Message {
+			h := maps.Clone(e.Header)
+			delete(h, headerStreamSource)
+			delete(h, headerCounterSources)
+			delete(h, headerIncr)
+			maps.DeleteFunc(h, func(k string, _ []string) bool { return isBatch(k) })
+			return &envelope.Message{Subject: e.Subject, Header: h, Data: e.Data}
+		}
+		src, dst = strip(src), strip(dst)
+	case !withTime:
 		dst = &envelope.Message{Subject: dst.Subject, Header: DecodeHeader(dst.Header), Data: dst.Data}
+	default:
+		// A mirror drops a batch's headers as it copies.
+		strip := func(e *envelope.Message) *envelope.Message {
+			h := maps.Clone(e.Header)
+			maps.DeleteFunc(h, func(k string, _ []string) bool { return isBatch(k) })
+			return &envelope.Message{Subject: e.Subject, Header: h, Data: e.Data, Time: e.Time}
+		}
+		src, dst = strip(src), strip(dst)
 	}
 	var parts []string
 	if src.Subject != dst.Subject {
@@ -442,12 +493,18 @@ func since(t time.Time) time.Duration { return time.Since(t).Round(time.Microsec
 const maxRechecks = 1000
 
 // timedHash is hashMsg with the timestamp: a mirror keeps it.
-func timedHash(m *envelope.Message) uint64 { return hashMsg(m, true) }
+func timedHash(m *envelope.Message) uint64 { return hashMsg(m, mirrorHash) }
+
+// isBatch says whether header name is one of a batch's (Nats-Batch-*).
+func isBatch(name string) bool { return strings.HasPrefix(name, "Nats-Batch-") }
 
 // hasher is how the messages read from the source (src) or the target are
 // hashed: with the timestamp for a mirror; for jetctl's copy, without it
 // and with the target's headers mapped back (clientcopy.go).
 func (m *mover) hasher(src bool) func(*envelope.Message) uint64 {
+	if m.seqs != nil {
+		return counterHash
+	}
 	if m.sum == nil || m.sum.Mechanism != "copy" {
 		return timedHash
 	}

@@ -105,6 +105,7 @@ func Cmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) 
 		"scrape-until":    cmdScrapeUntil,
 		"every-header":    cmdEveryHeader,
 		"counter-stream":  cmdCounterStream,
+		"fast-batch":      cmdFastBatch,
 		"priority-client": cmdPriorityClient,
 		"repl-durable":    cmdReplDurable,
 	}
