@@ -18,6 +18,7 @@ import (
 	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/mover"
 	"github.com/jetctl/jetctl/pkg/natsconn"
+	"github.com/jetctl/jetctl/pkg/retry"
 )
 
 // MaxConsecutiveFailures stops a republish whose target keeps refusing:
@@ -600,11 +601,12 @@ func (p *Publisher) settled(c *copyState) {
 	}
 }
 
-// retryable: err may pass when the copy is sent again, and the run goes
-// on. Called with the mutex held.
+// retryable: err may pass when the copy is sent again (jetctl's one
+// transient rule, as every mover's), and the run goes on. An answer, even
+// a refusal (a full discard-new stream, 10077), is final. Called with the
+// mutex held.
 func (p *Publisher) retryable(err error) bool {
-	var perr *natsconn.PermissionError
-	return !p.stopping && p.fatal == nil && !mover.TooLarge(err) && !errors.Is(err, nats.ErrConnectionClosed) && !errors.As(err, &perr)
+	return !p.stopping && p.fatal == nil && retry.Transient(err)
 }
 
 // retryPause grows from 250ms to 1s: long enough for a stream that is

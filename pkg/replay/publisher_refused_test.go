@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/embedded"
@@ -104,5 +105,65 @@ func TestPublisherFailsRefusedCopies(t *testing.T) {
 	}
 	if info.State.Msgs != 1 {
 		t.Errorf("the stream holds %d messages, want 1", info.State.Msgs)
+	}
+}
+
+// A refusal is an answer, and trying again gets the same answer: a copy
+// into a full discard-new stream (10077) is sent once and fails, as every
+// other mover decides (retry.Transient), not sent four times.
+func TestPublisherDoesNotRetryARefusal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FULL", Subjects: []string{"full.>"}, MaxMsgs: 1, Discard: jetstream.DiscardNew}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "full.a", []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	// Every try of the copy reaches the subject: count them.
+	watch, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(watch.Close)
+	sub, err := watch.SubscribeSync("full.b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPublisher(js, PublishConfig{To: "full.b"})
+	if err := p.Write(ctx, &envelope.Message{Stream: "S", Seq: 1, Subject: "x", Data: []byte("copy")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Counts(); got.Stored != 0 || !slices.Equal(p.Failed(), []uint64{1}) {
+		t.Fatalf("counts %+v, failed %v: want the one copy failed", got, p.Failed())
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := sub.Pending(); n != 1 {
+		t.Fatalf("the refused copy was sent %d times, want once", n)
 	}
 }
