@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/jetctl/jetctl/cmd/factory"
 )
 
@@ -26,4 +28,24 @@ func TestSplitGlobalFlags(t *testing.T) {
 			t.Errorf("splitGlobalFlags(%v) = %v, %v; want %v, %v", tt.args, globals, rest, tt.globals, tt.rest)
 		}
 	}
+}
+
+// Every command that changes the server (each has --dry-run) takes --yes,
+// so that a runbook or CI job can pass it to every changing command
+// alike: those that ask off a terminal need it, the others accept it.
+func TestEveryChangingCommandTakesYes(t *testing.T) {
+	f := factory.New(&factory.IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &strings.Builder{}})
+	f.Getenv = func(string) string { return "" }
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup("dry-run") != nil {
+			if yes := c.Flags().Lookup("yes"); yes == nil || yes.Value.Type() != "bool" {
+				t.Errorf("%s has --dry-run and no --yes", c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRoot(f))
 }

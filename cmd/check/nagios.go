@@ -55,11 +55,31 @@ func (p perfItem) String() string {
 	return strings.TrimRight(fmt.Sprintf("'%s'=%s%s;%s;%s;%s", p.label, v, p.unit, p.warn, p.crit, p.min), ";")
 }
 
+// A perfdata level is a range of the Nagios plugin guidelines ("Threshold
+// and ranges"): a plain number N alerts outside 0..N, endpoints included,
+// i.e. above N. jetctl's rules alert from their level on (at least it),
+// so each level is written as the plain number that alerts where the rule
+// does: one below a count's level (at least 1 dead letter: "0"), a
+// duration's level itself (above 60s where the rule says from 60s: the
+// same to the millisecond the value is printed with). A plain number,
+// not "@N:", because tools that graph perfdata (Icinga 2's writers among
+// them) read plain numbers only.
+
+// seconds is a duration level in seconds; "" when not set.
 func seconds(d float64) string {
 	if d <= 0 {
 		return ""
 	}
 	return strconv.FormatFloat(d, 'f', -1, 64)
+}
+
+// atLeast is a count level n (the rule alerts at n or more); "" when
+// not set.
+func atLeast(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(n-1, 10)
 }
 
 // perfdata: the counts by status, the worst lag and stall of the
@@ -91,10 +111,6 @@ func perfdata(cfg check.Config, r *check.Report) string {
 			dead += float64(*c.DeadLetters)
 		}
 	}
-	deadCrit := ""
-	if t.DeadLettersCritical > 0 {
-		deadCrit = strconv.FormatInt(t.DeadLettersCritical, 10)
-	}
 	items := []perfItem{
 		{label: "critical", value: float64(r.Counts.Critical), min: "0"},
 		{label: "warning", value: float64(r.Counts.Warning), min: "0"},
@@ -107,7 +123,7 @@ func perfdata(cfg check.Config, r *check.Report) string {
 		{label: "ack_pending", value: ackPending, min: "0"},
 		{label: "redelivered", value: redelivered, min: "0"},
 		{label: "waiting_pulls", value: waiting, min: "0"},
-		{label: "dead_letters", value: dead, warn: "1", crit: deadCrit, min: "0"},
+		{label: "dead_letters", value: dead, warn: atLeast(1), crit: atLeast(t.DeadLettersCritical), min: "0"},
 		{label: "duration", value: r.DurationSeconds, unit: "s", min: "0"},
 	}
 	parts := make([]string, len(items))

@@ -36,7 +36,10 @@ from it until the time given (--until, RFC 3339, or --for a duration from
 now), or, with neither, until "jetctl consumer resume". Messages keep
 arriving in the stream, and acks for messages already delivered still
 count. consumer explain reports a paused consumer. --dry-run checks the
-consumer exists and says what the pause would be, changing nothing.`,
+consumer exists and says what the pause would be, changing nothing.
+
+pause does not ask for confirmation (resume undoes it): --yes is
+accepted, as by every changing command, and changes nothing.`,
 		Example: `  jetctl consumer pause ORDERS billing --for 30m --dry-run
   jetctl consumer pause ORDERS billing --for 30m
   jetctl consumer pause ORDERS billing --until 2026-11-30T06:00:00Z
@@ -55,6 +58,7 @@ func (o *pauseOptions) bind(fs *pflag.FlagSet) {
 	o.untilFlag = factory.TimeVar(fs, &o.until, "until", "pause until this time (RFC 3339)")
 	factory.DurationVar(fs, &o.dur, "for", 0, "pause for this long (e.g. 30m, 2h, 1d)").Positive()
 	fs.BoolVar(&o.dryRun, "dry-run", false, "say what the pause would be; change nothing")
+	factory.AcceptedYes(fs)
 }
 
 func newCmdResume(f *factory.Factory) *cobra.Command {
@@ -63,7 +67,9 @@ func newCmdResume(f *factory.Factory) *cobra.Command {
 		Use:   "resume STREAM CONSUMER",
 		Short: "let a paused consumer deliver again",
 		Long: `Resume a paused consumer at once. Resuming a consumer that is not paused
-changes nothing. --dry-run checks the consumer exists, changing nothing.`,
+changes nothing. --dry-run checks the consumer exists, changing nothing.
+resume does not ask for confirmation: --yes is accepted, as by every
+changing command, and changes nothing.`,
 		Example: `  jetctl consumer resume ORDERS billing --dry-run
   jetctl consumer resume ORDERS billing`,
 		Args:              streamConsumerArgs,
@@ -86,6 +92,7 @@ changes nothing. --dry-run checks the consumer exists, changing nothing.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the consumer exists; change nothing")
+	factory.AcceptedYes(cmd.Flags())
 	return cmd
 }
 

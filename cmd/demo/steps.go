@@ -88,8 +88,8 @@ func Steps() []Step {
 			Args:  []string{"dlq", "ls", "--stream", "ORDERS", "--list"},
 		},
 		{
-			Title: "After the fix is deployed, redrive them to billing alone (its retry subject) at a gentle rate",
-			Args:  []string{"dlq", "redrive", "--stream", "ORDERS", "--rate", "100/s", "--yes"},
+			Title: "After the fix is deployed, redrive billing's dead letters to billing alone (its retry subject) at a gentle rate",
+			Args:  []string{"dlq", "redrive", "--stream", "ORDERS", "--consumer", "billing", "--rate", "100/s", "--yes"},
 		},
 		{
 			Title: "The fixed billing worker charges the redriven orders",

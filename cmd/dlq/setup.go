@@ -108,6 +108,7 @@ message sent there.`,
 	factory.DurationVar(fl, &o.maxAge, "max-age", 0, "how long the DLQ keeps messages (e.g. 30d; 0 keeps them)").Hint("invalid duration (use e.g. 30s, 2m, 7d, 1h30m)")
 	factory.DurationVar(fl, &o.captureAge, "capture-max-age", 7*24*time.Hour, "how long captured advisories are kept").Hint("invalid duration (use e.g. 30s, 2m, 7d, 1h30m)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "show what would be created; change nothing")
+	factory.AcceptedYes(fl)
 	fl.BoolVar(&o.retrySubject, "retry-subject", false, "give each --consumer a retry subject of its own, which redrives of its dead letters go to (adds it to the stream's subjects and the consumer's filter)")
 	fl.BoolVar(&o.removeRetrySubject, "remove-retry-subject", false, "take each --consumer's retry subject out of the stream's subjects and the consumer's filter")
 	_ = cmd.RegisterFlagCompletionFunc("stream", f.CompleteStreams())

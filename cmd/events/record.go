@@ -92,6 +92,7 @@ docs/events.md).`,
 	fl.Int64Var(&o.perSubj, "max-per-subject", 0, "at most this many events per subject (one kind, of one stream or consumer), the oldest dropped first (default 100000 for a new recorder, or the recorder's)")
 	fl.IntVar(&o.replicas, "replicas", 0, "replicas of the recorder (default 3 on a cluster, 1 on a single server, or the recorder's)")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "show what would be created or changed; change nothing")
+	factory.AcceptedYes(fl)
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/jetctl/jetctl/cmd/exitcode"
@@ -92,4 +93,13 @@ func (s *IOStreams) ConfirmChange(yes bool, what string) error {
 		return exitcode.UsageErrorf("cancelled; nothing was changed")
 	}
 	return nil
+}
+
+// AcceptedYes adds --yes to a changing command that never asks: one whose
+// change is undone as easily as made, or only adds (a pause, a resume,
+// the streams dlq setup and events record create, a replay's copies).
+// Every changing command takes --yes, so that a runbook or CI job can
+// pass it to each alike (docs/output.md); here it changes nothing.
+func AcceptedYes(fs *pflag.FlagSet) {
+	fs.Bool("yes", false, "accepted, as by every changing command: this one never asks")
 }

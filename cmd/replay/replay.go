@@ -96,6 +96,7 @@ func NewCmd(f *factory.Factory) *cobra.Command {
 	factory.DurationVar(fl, &o.maxGap, "max-gap", 0, "with --pace original: never wait longer than this between messages (90s, 5m, 2d)")
 	fl.StringVar(&o.checkpoint, "checkpoint", "", "record progress in FILE and resume from it")
 	fl.BoolVar(&o.dryRun, "dry-run", false, "print the resolved range, counts and bytes per subject; publish and write nothing")
+	factory.AcceptedYes(fl)
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress bar on stderr")
 	fl.IntVar(&o.maxInFlight, "max-in-flight", 1024, "unacknowledged publishes at most, when republishing")
 	_ = cmd.RegisterFlagCompletionFunc("ttl", cobra.FixedCompletions(envelope.TTLModes, cobra.ShellCompDirectiveNoFileComp))

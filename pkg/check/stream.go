@@ -27,8 +27,8 @@ type StreamResult struct {
 	Discard     string `json:"discard"`
 	Consumers   int    `json:"consumers"`
 	// Replicas is the configured number; Leader the server leading it
-	// ("" when none); ReplicasCurrent how many peers (the leader
-	// included) are current.
+	// (on a single server the server; "" when none); ReplicasCurrent how
+	// many peers (the leader included) are current.
 	Replicas        int    `json:"replicas"`
 	Leader          string `json:"leader"`
 	ReplicasCurrent int    `json:"replicas_current"`

@@ -29,6 +29,7 @@ func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	leadOnSingleServer(states, infos)
 	// What the user may not read is left unknown, not a failure: the
 	// server refusing a read of a stream ends that stream's reads.
 	r := newReads(ctx, a.client.Prefix)

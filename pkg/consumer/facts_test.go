@@ -41,6 +41,94 @@ func factServer(t *testing.T) (*embedded.Cluster, func() (*nats.Conn, jetstream.
 	}
 }
 
+// On a single server only a stream's info names the server it is on
+// (cluster.leader, the server's name; no cluster name, no replicas): the
+// stream list leaves cluster out, and neither a consumer's info nor the
+// consumer list has any. On a cluster the list, the info and every
+// consumer say their leader. So the leader jetctl shows for a single
+// server's streams and consumers is what one stream info says
+// (ListStreams, State.Leader; issue 34).
+func TestFactSingleServerNamesItselfInStreamInfoOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, connect := factServer(t)
+	_, js := connect()
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	name := c.Servers()[0].Name()
+	si, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.Cluster == nil || si.Cluster.Leader != name || si.Cluster.Name != "" || len(si.Cluster.Replicas) > 0 || si.Cluster.RaftGroup != "" {
+		t.Fatalf("single server: stream info's cluster %+v, want only leader %q", si.Cluster, name)
+	}
+	listed := listedStream(t, ctx, js, "ORDERS")
+	if listed.Cluster != nil {
+		t.Fatalf("single server: the stream list says cluster %+v, want none", listed.Cluster)
+	}
+	ci, err := js.Consumer(ctx, "ORDERS", "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.CachedInfo().Cluster != nil {
+		t.Fatalf("single server: consumer info's cluster %+v, want none", ci.CachedInfo().Cluster)
+	}
+	for ci := range st.ListConsumers(ctx).Info() {
+		if ci.Cluster != nil {
+			t.Fatalf("single server: the consumer list says cluster %+v, want none", ci.Cluster)
+		}
+	}
+
+	if testing.Short() {
+		t.Skip("the cluster half starts 3 servers")
+	}
+	cl, err := embedded.Start(embedded.Config{Nodes: 3, StoreDir: t.TempDir(), ReadyTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Shutdown)
+	cjs := embeddedtest.Connect(t, cl, "")
+	cst, err := cjs.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccons, err := cst.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := listedStream(t, ctx, cjs, "ORDERS"); l.Cluster == nil || l.Cluster.Leader == "" {
+		t.Fatalf("cluster: the stream list says cluster %+v, want its leader", l.Cluster)
+	}
+	if cc := ccons.CachedInfo().Cluster; cc == nil || cc.Leader == "" {
+		t.Fatalf("cluster: consumer info's cluster %+v, want its leader", cc)
+	}
+}
+
+// listedStream is the stream list's entry for name.
+func listedStream(t *testing.T, ctx context.Context, js jetstream.JetStream, name string) *jetstream.StreamInfo {
+	t.Helper()
+	l := js.ListStreams(ctx)
+	var found *jetstream.StreamInfo
+	for si := range l.Info() {
+		if si.Config.Name == name {
+			found = si
+		}
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if found == nil {
+		t.Fatalf("stream %s not listed", name)
+	}
+	return found
+}
+
 // pinnedConsumer makes stream JOBS and a pull consumer "workers" with the
 // pinned_client policy and groups.
 func pinnedConsumer(t *testing.T, ctx context.Context, js jetstream.JetStream, timeout time.Duration, groups ...string) jetstream.Stream {

@@ -213,7 +213,9 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 // and the next page, offset by the streams returned, repeats one. The
 // names come from the meta leader's own assignments, complete with or
 // without leaders: a stream named there and not listed is for the caller
-// to read on its own, and a stream listed twice is kept once.
+// to read on its own, and a stream listed twice is kept once. On a single
+// server, whose list says nothing of a leader, each stream's leader is
+// the server, as one stream's info names it (singleServerLeader).
 func ListStreams(ctx context.Context, js jetstream.JetStream) (listed []*jetstream.StreamInfo, missing []string, err error) {
 	seen := map[string]bool{}
 	lister := js.ListStreams(ctx)
@@ -235,7 +237,40 @@ func ListStreams(ctx context.Context, js jetstream.JetStream) (listed []*jetstre
 	if err := names.Err(); err != nil {
 		return nil, nil, err
 	}
+	singleServerLeader(ctx, js, listed)
 	return listed, missing, nil
+}
+
+// singleServerLeader fills in the leader of the listed streams the list
+// gave no cluster info: a single server's (a cluster's list names every
+// stream's leader). The server names itself only in a stream's info
+// (cluster.leader, nothing else: TestFactSingleServerNamesItselfInStreamInfoOnly),
+// so one stream is read and its leader given to the others, as that info
+// would. Left unknown ("") when no such stream can be read.
+func singleServerLeader(ctx context.Context, js jetstream.JetStream, listed []*jetstream.StreamInfo) {
+	var without []*jetstream.StreamInfo
+	for _, si := range listed {
+		if si.Cluster == nil {
+			without = append(without, si)
+		}
+	}
+	for _, si := range without {
+		st, err := js.Stream(ctx, si.Config.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return
+		}
+		cl := st.CachedInfo().Cluster
+		if cl == nil || cl.Leader == "" || cl.RaftGroup != "" || len(cl.Replicas) > 0 {
+			return
+		}
+		for _, w := range without {
+			w.Cluster = &jetstream.ClusterInfo{Leader: cl.Leader}
+		}
+		return
+	}
 }
 
 // selectStreams returns the streams to list and, for those that have a

@@ -91,8 +91,9 @@ type State struct {
 	PausedUntil *time.Time `json:"paused_until"`
 	// PushBound: a push consumer has a subscriber (always false for pull).
 	PushBound bool `json:"push_bound"`
-	// Leader is the server leading the consumer; "" when it has none or
-	// the server did not say.
+	// Leader is the server leading the consumer (on a single server the
+	// server, its stream's leader); "" when it has none or the server did
+	// not say.
 	Leader string `json:"leader"`
 	// PriorityPolicy is the consumer's priority policy (nats-server
 	// 2.11+): pinned_client, overflow or prioritized; "" for none.
@@ -253,6 +254,21 @@ func FromInfo(info *jetstream.ConsumerInfo) *State {
 		s.LagSeconds = &zero
 	}
 	return s
+}
+
+// leadOnSingleServer names the leader of the consumers whose info names
+// none: a single server's, which live on their stream's server, the
+// leader its info names (TestFactSingleServerNamesItselfInStreamInfoOnly).
+// A cluster's consumers name their own.
+func leadOnSingleServer(states []*State, infos map[string]*jetstream.StreamInfo) {
+	for _, s := range states {
+		if s.Leader != "" || s.Info == nil || s.Info.Cluster != nil {
+			continue
+		}
+		if si := infos[s.Stream]; si != nil && si.Cluster != nil {
+			s.Leader = si.Cluster.Leader
+		}
+	}
 }
 
 // setLag records the oldest unprocessed message and its age.

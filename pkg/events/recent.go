@@ -111,8 +111,20 @@ func ReadRecent(ctx context.Context, js jetstream.JetStream, cfg RecentConfig) (
 	return r, nil
 }
 
+// streamWideCommands are the commands whose record of a stream (one that
+// names no consumer) changes the stream itself, which every consumer of
+// it reads: its config (apply) or where it is (migrate stream). The other
+// stream records are of a command run for the stream's dead letters or
+// its messages (dlq sweep, redrive, purge, setup's subjects; replay; a
+// lease removed): no one consumer's change (docs/events.md, "Audit
+// records").
+var streamWideCommands = []string{"apply", "migrate stream"}
+
 // recentSubjects are the recorder's subjects of the elections, dead
-// letters and audit records of stream and consumer ("" for any).
+// letters and audit records of stream and consumer ("" for any). Of a
+// consumer, the audit records are those naming it and its stream's
+// streamWideCommands records: this is where a change is decided to be a
+// consumer's.
 func recentSubjects(stream, consumer string) []string {
 	s, c := or(stream, "*"), or(consumer, "*")
 	subjects := []string{
@@ -123,7 +135,10 @@ func recentSubjects(stream, consumer string) []string {
 		recorder.AuditPrefix + "." + s + "." + c + ".>",
 	}
 	if consumer != "" {
-		subjects = append(subjects, recorder.AuditPrefix+"."+s+"._.>")
+		for _, command := range streamWideCommands {
+			rec := audit.Record{Stream: stream, Command: command}
+			subjects = append(subjects, rec.Subject())
+		}
 	}
 	return subjects
 }
