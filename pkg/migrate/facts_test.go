@@ -984,12 +984,20 @@ func TestFactCrossDomainPromotion(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(l.Data) == payload {
-			h, err := src.GetLastMsgForSubject(ctx(t), "o.a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(h.Data) != payload {
-				t.Errorf("a publish reached the promoted stream in the leaf domain but not the origin: %q", h.Data)
+			// The publish's acknowledgement is the first stream's to
+			// answer: the other stores it a moment later.
+			for {
+				h, err := src.GetLastMsgForSubject(ctx(t), "o.a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(h.Data) == payload {
+					break
+				}
+				if time.Now().After(deadline.Add(10 * time.Second)) {
+					t.Fatalf("a publish reached the promoted stream in the leaf domain but not the origin: %q", h.Data)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			break
 		}
