@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -84,14 +85,15 @@ func reportProblems(f *factory.Factory, problems []pkgplan.Problem, what string)
 }
 
 // readSources reads the plan files from disk; a path under examples/
-// that is not on disk is read from the examples built into jetctl.
+// (a file, or a directory: its *.yaml and *.yml files in name order, as
+// pkgplan.ReadSources reads one) that is not on disk is read from the
+// examples built into jetctl.
 func readSources(paths []string) ([]pkgplan.Source, error) {
 	var out []pkgplan.Source
 	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil && strings.HasPrefix(path.Clean(p), "examples/") {
-			name := strings.TrimPrefix(path.Clean(p), "examples/")
-			if data, ferr := fs.ReadFile(examples.FS, name); ferr == nil {
-				out = append(out, pkgplan.Source{Name: p, Data: data})
+		if _, err := os.Stat(p); err != nil {
+			if srcs, ok := embeddedExample(p); ok {
+				out = append(out, srcs...)
 				continue
 			}
 		}
@@ -102,6 +104,39 @@ func readSources(paths []string) ([]pkgplan.Source, error) {
 		out = append(out, srcs...)
 	}
 	return out, nil
+}
+
+// embeddedExample reads p from the examples built into jetctl: a file, or
+// a directory's plan files; false when p names none of them.
+func embeddedExample(p string) ([]pkgplan.Source, bool) {
+	clean := path.Clean(filepath.ToSlash(p))
+	name, ok := strings.CutPrefix(clean, "examples/")
+	if clean == "examples" {
+		name, ok = ".", true
+	}
+	if !ok {
+		return nil, false
+	}
+	if data, err := fs.ReadFile(examples.FS, name); err == nil {
+		return []pkgplan.Source{{Name: p, Data: data}}, true
+	}
+	entries, err := fs.ReadDir(examples.FS, name)
+	if err != nil {
+		return nil, false
+	}
+	var out []pkgplan.Source
+	for _, e := range entries { // fs.ReadDir sorts by name
+		ext := strings.ToLower(path.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		data, err := fs.ReadFile(examples.FS, path.Join(name, e.Name()))
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, pkgplan.Source{Name: filepath.Join(p, e.Name()), Data: data})
+	}
+	return out, len(out) > 0
 }
 
 // lookup resolves ${NAME}: --var first, then --var-file, then the
