@@ -57,7 +57,8 @@ The reason is required; silenced findings are listed in -o json and SARIF.
 -o sarif SARIF 2.1.0 for GitHub code scanning.
 
 Exit 0 when no finding is at or above --fail-on (default warning), 8 when
-one is (as "consumer explain --exit-code"), 2 when the files do not parse
+one is (as "consumer explain --exit-code"), 2 when the files do not load
+(as plan, files that declare nothing are refused without --allow-empty)
 or a flag is wrong, 1 when the server cannot be read.`,
 		Example: `  jetctl lint -f examples/orders.yaml
   jetctl lint -f plans/ --var ENV=prod --fail-on error
@@ -74,6 +75,7 @@ or a flag is wrong, 1 when the server cannot be read.`,
 	fs.StringArrayVarP(&o.Files, "file", "f", nil, "plan file or directory of *.yaml files (repeatable)")
 	fs.StringArrayVar(&o.Vars, "var", nil, "set a variable used as ${NAME} in plan files: NAME=VALUE (repeatable)")
 	fs.StringArrayVar(&o.VarFiles, "var-file", nil, "read variables from a file of NAME=VALUE lines (repeatable)")
+	o.bindAllowEmpty(fs)
 	fs.BoolVar(&o.Live, "live", false, "check the server's resources (with -f: check the files with what the server knows)")
 	fs.StringVar(&o.FailOn, "fail-on", "warning", "exit 8 when a finding is at or above this severity: error, warning, info or none")
 	fs.BoolVar(&o.Rules, "rules", false, "list the rules and exit")

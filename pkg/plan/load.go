@@ -57,20 +57,32 @@ type Source struct {
 // may call it from several goroutines at once.
 type LookupFunc func(name string) (string, bool)
 
+// SourceError is a plan file or directory that cannot be read.
+type SourceError struct {
+	// Path is the file or directory as given (or found in a directory).
+	Path string
+	Err  error
+}
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+
+func (e *SourceError) Unwrap() error { return e.Err }
+
 // ReadSources reads plan files: each path is a file, or a directory whose
-// *.yaml and *.yml files are read in name order.
+// *.yaml and *.yml files are read in name order. A path that cannot be
+// read is a *SourceError.
 func ReadSources(paths []string) ([]Source, error) {
 	var out []Source
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("plan file %s: %w", p, unwrapPathError(err))
+			return nil, &SourceError{p, fmt.Errorf("plan file %s: %w", p, unwrapPathError(err))}
 		}
 		files := []string{p}
 		if st.IsDir() {
 			entries, err := os.ReadDir(p)
 			if err != nil {
-				return nil, fmt.Errorf("plan directory %s: %w", p, unwrapPathError(err))
+				return nil, &SourceError{p, fmt.Errorf("plan directory %s: %w", p, unwrapPathError(err))}
 			}
 			files = files[:0]
 			for _, e := range entries {
@@ -81,13 +93,13 @@ func ReadSources(paths []string) ([]Source, error) {
 			}
 			sort.Strings(files)
 			if len(files) == 0 {
-				return nil, fmt.Errorf("plan directory %s holds no *.yaml or *.yml files", p)
+				return nil, &SourceError{p, fmt.Errorf("plan directory %s holds no *.yaml or *.yml files", p)}
 			}
 		}
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("plan file %s: %w", f, unwrapPathError(err))
+				return nil, &SourceError{f, fmt.Errorf("plan file %s: %w", f, unwrapPathError(err))}
 			}
 			out = append(out, Source{Name: f, Data: data})
 		}
