@@ -98,7 +98,6 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 	if len(o.Files) == 0 && !o.Live {
 		return exitcode.UsageErrorf("nothing to lint: give -f FILE|DIR, --live, or both")
 	}
-	sarif := f.Output.Format == "sarif"
 	p, err := lintPrinter(f)
 	if err != nil {
 		return err
@@ -106,10 +105,24 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 	var desired *pkgplan.Desired
 	checked := "server"
 	if len(o.Files) > 0 {
-		if desired, err = o.load(f); err != nil {
+		d, failed, err := o.read(f)
+		if failed != nil {
+			// Still exit 2; but the problems are findings in the chosen
+			// format too, so that SARIF uploaded with if: always() shows
+			// each at its line.
+			exit := failed.report(f)
+			if !textOutput(f, p.Format) {
+				res := lint.LoadFailed(failed.Problems)
+				if err := printLintResult(f, p, res, lint.NewReport(res, "files", failed.Files, failOn)); err != nil {
+					return err
+				}
+			}
+			return exit
+		}
+		if err != nil {
 			return err
 		}
-		checked = "files"
+		desired, checked = d, "files"
 	}
 	env := lint.Env{}
 	if o.Live {
@@ -131,27 +144,32 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 	}
 	res := lint.Lint(desired, env)
 	report := lint.NewReport(res, checked, desired.Files, failOn)
-	switch {
-	case sarif:
-		err = p.Print(lint.SARIF(res, version.Get().Version), nil)
-	case p.Format == "jsonl":
-		for _, fd := range append(append([]lint.Finding{}, res.Findings...), res.Suppressed...) {
-			if err = p.Item(fd); err != nil {
-				break
-			}
-		}
-	case textOutput(f, p.Format):
-		printLint(f.IO.Out, report)
-	default:
-		err = p.Print(report, nil)
-	}
-	if err != nil {
+	if err := printLintResult(f, p, res, report); err != nil {
 		return err
 	}
 	if report.Failed {
 		return exitcode.Silent(exitcode.Changes)
 	}
 	return nil
+}
+
+// printLintResult writes the findings in the chosen format.
+func printLintResult(f *factory.Factory, p *output.Printer, res *lint.Result, report *lint.Report) error {
+	switch {
+	case f.Output.Format == "sarif":
+		return p.Print(lint.SARIF(res, version.Get().Version), nil)
+	case p.Format == "jsonl":
+		for _, fd := range append(append([]lint.Finding{}, res.Findings...), res.Suppressed...) {
+			if err := p.Item(fd); err != nil {
+				return err
+			}
+		}
+		return nil
+	case textOutput(f, p.Format):
+		printLint(f.IO.Out, report)
+		return nil
+	}
+	return p.Print(report, nil)
 }
 
 // printLint writes the findings compiler-style, then a summary.

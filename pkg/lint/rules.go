@@ -108,7 +108,7 @@ var rules = []Rule{
 	{
 		ID: "workqueue-ack-none", Severity: Error,
 		Summary: "a consumer of a workqueue stream does not acknowledge",
-		Why:     "A workqueue stream removes a message when its consumer acknowledges it, so the server refuses a consumer with ack_policy none or all there. plan and lint refuse it at load time when the stream is declared; this rule catches it against a stream only the server has (lint -f --live).",
+		Why:     "A workqueue stream removes a message when its consumer acknowledges it, so the server refuses a consumer with ack_policy none or all there. When the stream is declared, plan and lint refuse the file at load time (lint reports it under this rule, exit 2); against a stream only the server has (lint -f --live) it is a finding.",
 		Fix:     "Use ack_policy: explicit.",
 		Source:  docsStreams,
 		check:   checkWorkqueueAckNone,
@@ -132,7 +132,7 @@ var rules = []Rule{
 	{
 		ID: "kv-history-one", Severity: Info,
 		Summary: "a KV bucket keeps one revision per key",
-		Why:     "With history 1 (the default) a put replaces the previous value: `jetctl kv history` and `kv diff` have nothing to show, and a bad write cannot be undone from the bucket.",
+		Why:     "With history 1 (the default) a put replaces the previous value: `jetctl kv history BUCKET KEY` and kv diff have nothing to show, and a bad write cannot be undone from the bucket.",
 		Fix:     "Set history (up to 64) where changes must be traced or undone.",
 		Source:  docsKV,
 		check:   checkKVHistoryOne,
@@ -207,6 +207,28 @@ var rules = []Rule{
 		Fix:     "Remove the comment.",
 		Source:  "jetctl",
 	},
+	{
+		ID: "plan-file-invalid", Severity: Error,
+		Summary: "a plan file that does not load",
+		Why:     "A plan file that cannot be read, is not valid YAML, names an unknown field, declares a resource twice or holds a value the server would refuse is not checked by any rule: plan and apply refuse it before contacting anything, as they refuse files that declare nothing (without --allow-empty). lint exits 2 and reports each problem at its file:line:column in every output format, so that code scanning shows it on its line; a problem another rule names (workqueue-ack-none) is reported under that rule instead.",
+		Fix:     "Fix what the message names, at its place; plan reports the same problems. Files that are meant to declare nothing take --allow-empty.",
+		Source:  "jetctl",
+	},
+}
+
+// LoadFailed is the result of linting plan files that do not load: each
+// problem a finding at its place, of the rule that names it
+// (plan-file-invalid unless another rule does), with error severity.
+func LoadFailed(problems []plan.Problem) *Result {
+	res := &Result{Findings: []Finding{}, Suppressed: []Finding{}, Skipped: []string{}}
+	for _, p := range problems {
+		rule, ok := RuleByID(p.Rule)
+		if !ok {
+			rule, _ = RuleByID("plan-file-invalid")
+		}
+		res.Findings = append(res.Findings, Finding{Rule: rule.ID, Severity: Error, Message: p.Message, Pos: p.Pos})
+	}
+	return res
 }
 
 // explicitAcks reports whether a consumer waits for acknowledgements.

@@ -74,7 +74,7 @@ type sarifLocation struct {
 
 type sarifPhysical struct {
 	ArtifactLocation sarifArtifact `json:"artifactLocation"`
-	Region           sarifRegion   `json:"region"`
+	Region           *sarifRegion  `json:"region,omitempty"`
 }
 
 type sarifArtifact struct {
@@ -120,9 +120,15 @@ func SARIF(res *Result, version string) *SARIFLog {
 	run := SARIFRun{Tool: sarifTool{Driver: driver}, Results: []sarifResult{}}
 	add := func(f Finding, suppressed bool) {
 		r := sarifResult{RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity], Message: sarifText{Text: f.Message}}
-		loc := sarifLocation{LogicalLocations: []sarifLogical{{FullyQualifiedName: f.Resource, Kind: "resource"}}}
+		var loc sarifLocation
+		if f.Resource != "" {
+			loc.LogicalLocations = []sarifLogical{{FullyQualifiedName: f.Resource, Kind: "resource"}}
+		}
 		if f.Pos.File != "" {
-			loc.PhysicalLocation = &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(f.Pos.File)}, Region: sarifRegion{StartLine: max(f.Pos.Line, 1), StartColumn: f.Pos.Column}}
+			loc.PhysicalLocation = &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(f.Pos.File)}}
+			if f.Pos.Line > 0 { // none for a file that could not be read
+				loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Pos.Line, StartColumn: f.Pos.Column}
+			}
 		}
 		r.Locations = []sarifLocation{loc}
 		if suppressed {

@@ -3,6 +3,7 @@ package lint
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -143,6 +144,40 @@ func TestFileURI(t *testing.T) {
 	} {
 		if got := fileURI(in); got != want {
 			t.Errorf("fileURI(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Plan files that do not load are SARIF error results at their place; a
+// file that could not be read has a place without a region. The document
+// validates.
+func TestSARIFOfLoadFailureValidates(t *testing.T) {
+	s := sarifSchema(t)
+	res := LoadFailed([]plan.Problem{
+		{Pos: plan.Pos{File: "plans/orders.yaml", Line: 4, Column: 5}, Message: `stream "ORDERS": unknown field "max_agee"`},
+		{Pos: plan.Pos{File: "plans/gone.yaml"}, Message: "plan file plans/gone.yaml: no such file or directory"},
+	})
+	doc := validateSARIF(t, s, SARIF(res, "1.2.3"))
+	results := doc["runs"].([]any)[0].(map[string]any)["results"].([]any)
+	if len(results) != 2 {
+		t.Fatalf("%d results, want 2", len(results))
+	}
+	for i, want := range []string{"plans/orders.yaml:4:5", "plans/gone.yaml"} {
+		r := results[i].(map[string]any)
+		if r["ruleId"] != "plan-file-invalid" || r["level"] != "error" {
+			t.Errorf("result %d: %v %v, want plan-file-invalid error", i, r["ruleId"], r["level"])
+		}
+		loc := r["locations"].([]any)[0].(map[string]any)
+		if _, ok := loc["logicalLocations"]; ok {
+			t.Errorf("result %d names a resource: %v", i, loc)
+		}
+		pl := loc["physicalLocation"].(map[string]any)
+		got := pl["artifactLocation"].(map[string]any)["uri"].(string)
+		if region, ok := pl["region"].(map[string]any); ok {
+			got += fmt.Sprintf(":%v:%v", region["startLine"], region["startColumn"])
+		}
+		if got != want {
+			t.Errorf("result %d at %s, want %s", i, got, want)
 		}
 	}
 }

@@ -26,6 +26,10 @@ import (
 type Problem struct {
 	Pos     Pos
 	Message string
+	// Rule is the id of the jetctl lint rule that names the same
+	// mistake, when one does (workqueue-ack-none): lint reports the
+	// problem under it.
+	Rule string
 }
 
 func (p Problem) String() string {
