@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -157,7 +158,15 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 func printLintResult(f *factory.Factory, p *output.Printer, res *lint.Result, report *lint.Report) error {
 	switch {
 	case f.Output.Format == "sarif":
-		return p.Print(lint.SARIF(res, version.Get().Version), nil)
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		root, err := lint.FindSourceRoot(wd, report.Files)
+		if err != nil {
+			return err
+		}
+		return p.Print(lint.SARIF(res, version.Get().Version, root), nil)
 	case p.Format == "jsonl":
 		for _, fd := range append(append([]lint.Finding{}, res.Findings...), res.Suppressed...) {
 			if err := p.Item(fd); err != nil {
@@ -212,7 +221,7 @@ func printRules(f *factory.Factory) error {
 		return err
 	}
 	if f.Output.Format == "sarif" {
-		return p.Print(lint.SARIF(&lint.Result{}, version.Get().Version), nil)
+		return p.Print(lint.SARIF(&lint.Result{}, version.Get().Version, lint.SourceRoot{}), nil)
 	}
 	rules := lint.Rules()
 	return p.Print(rules, func() []output.Table {
