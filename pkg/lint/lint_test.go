@@ -317,7 +317,7 @@ func TestUnusedIgnores(t *testing.T) {
     subjects: [a.>]
     max_age: 1d
     consumers:
-      # jetctl:ignore dead-letters-unchecked captured by jetctl dlq setup A
+      # jetctl:ignore dead-letters-unchecked captured by jetctl dlq setup --stream A
       - name: c
         max_deliver: 5
 `))

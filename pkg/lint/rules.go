@@ -29,7 +29,7 @@ var rules = []Rule{
 		ID: "max-deliver-unlimited", Severity: Warning,
 		Summary: "a consumer with acknowledgements redelivers without limit",
 		Why:     "With max_deliver unset (-1) a message that always fails (a poison message) is redelivered forever: it holds a slot of max_ack_pending and retries every ack_wait, and no advisory ever marks it as dead.",
-		Fix:     "Set max_deliver (5 is common) and capture the dead letters with `jetctl dlq setup`.",
+		Fix:     "Set max_deliver (5 is common) and capture the dead letters with `jetctl dlq setup --stream STREAM --consumer CONSUMER`.",
 		Source:  seedConcepts,
 		check:   checkMaxDeliverUnlimited,
 	},
@@ -37,7 +37,7 @@ var rules = []Rule{
 		ID: "dead-letters-uncaptured", Severity: Warning, Live: true,
 		Summary: "a consumer's dead letters are captured by nothing",
 		Why:     "Past max_deliver the server stops redelivering but keeps the message in the stream and says so only in an advisory, a core NATS message that is gone unless a stream captures it. Nobody will know which messages failed.",
-		Fix:     "Run `jetctl dlq setup STREAM` for the consumer's stream: it captures the advisories, and `jetctl dlq sweep` moves the dead letters to a dead-letter stream.",
+		Fix:     "Run `jetctl dlq setup --stream STREAM --consumer CONSUMER` (the command the finding names): it captures the consumer's advisories, and `jetctl dlq sweep --stream STREAM` moves the dead letters to a dead-letter stream.",
 		Source:  seedConcepts,
 		check:   checkDeadLettersUncaptured,
 	},
@@ -45,7 +45,7 @@ var rules = []Rule{
 		ID: "dead-letters-unchecked", Severity: Info, Offline: true,
 		Summary: "whether a consumer's dead letters are captured can only be checked live",
 		Why:     "A bounded max_deliver makes dead letters; only the server knows whether a DLQ capture covers them.",
-		Fix:     "Run `jetctl lint --live` (with or without -f) against the server, or `jetctl dlq setup STREAM`.",
+		Fix:     "Run `jetctl lint --live` (with or without -f) against the server, or `jetctl dlq setup --stream STREAM --consumer CONSUMER`.",
 		Source:  seedConcepts,
 		check:   checkDeadLettersUnchecked,
 	},
@@ -268,7 +268,13 @@ func checkDeadLettersUncaptured(c *linter, r *plan.Resource) {
 	if !boundedDeliveries(r) || c.env.Captured == nil || c.env.Captured(r.Stream, r.Name) {
 		return
 	}
-	c.report(r, "max_deliver", "max_deliver %d, but no DLQ capture keeps its dead letters: a message past it stays in the stream unnoticed (jetctl dlq setup %s)", r.ConsumerConfig.MaxDeliver, r.Stream)
+	c.reportWith(r, "max_deliver", dlqSetupCommand(r.Stream, r.Name), "max_deliver %d, but no DLQ capture keeps its dead letters: a message past it stays in the stream unnoticed", r.ConsumerConfig.MaxDeliver)
+}
+
+// dlqSetupCommand is the command that captures a consumer's dead
+// letters.
+func dlqSetupCommand(stream, consumer string) string {
+	return fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s", stream, consumer)
 }
 
 func checkDeadLettersUnchecked(c *linter, r *plan.Resource) {
