@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
 
+	"github.com/jetctl/jetctl/pkg/suggest"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -247,7 +248,7 @@ func (l *loader) loadFile(data []byte) {
 		case "streams", "kv", "object_stores", "consumers":
 		default:
 			msg := fmt.Sprintf("unknown top-level key %q", key.Value)
-			if sug := suggest(key.Value, topLevelKeys); sug != "" {
+			if sug := suggest.Closest(key.Value, topLevelKeys); sug != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", sug)
 			} else {
 				msg += " (use streams, kv, object_stores or consumers)"
@@ -292,7 +293,7 @@ func (l *loader) unknownField(key *yaml.Node, label string, names []string) {
 	if label != "" {
 		prefix = label + ": "
 	}
-	if s := suggest(key.Value, names); s != "" {
+	if s := suggest.Closest(key.Value, names); s != "" {
 		l.problem(key, "%sunknown field %q (did you mean %q?)", prefix, key.Value, s)
 		return
 	}
@@ -538,7 +539,7 @@ func (l *loader) value(n *yaml.Node, t reflect.Type, path string, r *Resource, l
 			}
 		}
 		msg := fmt.Sprintf("invalid value %q (use one of %s", n.Value, strings.Join(nonEmpty(vals), ", "))
-		if s := suggest(v, vals); s != "" {
+		if s := suggest.Closest(v, vals); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		return bad("%s)", msg)
