@@ -55,7 +55,10 @@ on the resource or the key:
 The reason is required; silenced findings are listed in -o json and SARIF.
 
 -o json is a versioned report (docs/lint.md), -o jsonl a finding per line,
--o sarif SARIF 2.1.0 for GitHub code scanning.
+-o sarif SARIF 2.1.0 for GitHub code scanning, its places relative to the
+repository's root (the git work tree the files are in). A plan file that
+does not load is still a report in these formats: each problem an error
+finding at its file:line:column (rule plan-file-invalid), exit 2.
 
 Exit 0 when no finding is at or above --fail-on (default warning), 8 when
 one is (as "consumer explain --exit-code"), 2 when the files do not load
