@@ -56,6 +56,8 @@ var docRules = []docRule{
 	// Documented exit codes.
 	{is: "jetctl status -s nats://127.0.0.1:4999", exit: 1, why: "the sample of an unreachable server: nothing listens on port 4999"},
 	{is: "jetctl replay ORDERS -o table", exit: 2, why: "the sample of a refused output format"},
+	{is: "jetctl export > empty.yaml", exit: 2, why: "the sample of an export without a selector, which leaves an empty file"},
+	{is: "jetctl plan -f empty.yaml --detailed-exitcode", exit: 2, why: "the sample of plan refusing files that declare nothing"},
 	{is: "jetctl lint --live", exit: 8, why: "the fixture's shipping consumer has no DLQ capture, and its REPROCESS and RESTORE copies no limits: warnings, exit 8"},
 	{is: "jetctl lint -f examples/orders.yaml --fail-on info", exit: 8, why: "four consumers whose DLQ capture only --live can check: info findings, and --fail-on info makes them exit 8"},
 	{is: "jetctl kv diff cfg --since 1h --exit-code", exit: 8, why: "the fixture wrote cfg within the hour: 8 means there are differences"},

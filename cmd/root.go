@@ -292,7 +292,7 @@ func run(ctx context.Context, args []string, ios *factory.IOStreams, files [3]*o
 		return plugin.Run(name, pluginArgs, r.Env(), files)
 	}
 	root.SetArgs(args)
-	return root.ExecuteContext(ctx)
+	return didYouMean(ctx, f, root.ExecuteContext(ctx))
 }
 
 // findPlugin returns the plugin that args name, when they name no built-in

@@ -19,11 +19,11 @@ func migrateSteps() []Step {
 		},
 		{
 			Title: "Audits want every task kept: FULFILMENT to limits retention, which the server cannot change in place",
-			Args:  []string{"plan", "-f", "examples/fulfilment-audit.yaml", "--migrate"},
+			Args:  []string{"plan", "-f", "examples/migrate/fulfilment-audit.yaml", "--migrate"},
 		},
 		{
 			Title: "Migrate it under its own name: copied, verified, consumers re-seated, a write outage of milliseconds",
-			Args:  []string{"apply", "-f", "examples/fulfilment-audit.yaml", "--migrate", "--yes"},
+			Args:  []string{"apply", "-f", "examples/migrate/fulfilment-audit.yaml", "--migrate", "--yes"},
 		},
 		{
 			Title: "Nothing lost: 10 packing and 10 shipping tasks wait, where the consumers left off",

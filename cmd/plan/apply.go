@@ -80,6 +80,9 @@ Safety:
                     --prune and --migrate come from the saved plan.
   --dry-run         print the plan and stop: the same as "jetctl plan"
                     (with --migrate, what would be migrated).
+  --allow-empty     take plan files that declare nothing, refused
+                    otherwise (exit 2); with --prune --allow-destroy it
+                    deletes everything jetctl manages.
 
 Apply plans first, so what the server would refuse and can be known ahead
 stops it with exit 2 before the first change (see "jetctl plan --help").

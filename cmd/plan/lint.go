@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,10 +55,14 @@ on the resource or the key:
 The reason is required; silenced findings are listed in -o json and SARIF.
 
 -o json is a versioned report (docs/lint.md), -o jsonl a finding per line,
--o sarif SARIF 2.1.0 for GitHub code scanning.
+-o sarif SARIF 2.1.0 for GitHub code scanning, its places relative to the
+repository's root (the git work tree the files are in). A plan file that
+does not load is still a report in these formats: each problem an error
+finding at its file:line:column (rule plan-file-invalid), exit 2.
 
 Exit 0 when no finding is at or above --fail-on (default warning), 8 when
-one is (as "consumer explain --exit-code"), 2 when the files do not parse
+one is (as "consumer explain --exit-code"), 2 when the files do not load
+(as plan, files that declare nothing are refused without --allow-empty)
 or a flag is wrong, 1 when the server cannot be read.`,
 		Example: `  jetctl lint -f examples/orders.yaml
   jetctl lint -f plans/ --var ENV=prod --fail-on error
@@ -74,6 +79,7 @@ or a flag is wrong, 1 when the server cannot be read.`,
 	fs.StringArrayVarP(&o.Files, "file", "f", nil, "plan file or directory of *.yaml files (repeatable)")
 	fs.StringArrayVar(&o.Vars, "var", nil, "set a variable used as ${NAME} in plan files: NAME=VALUE (repeatable)")
 	fs.StringArrayVar(&o.VarFiles, "var-file", nil, "read variables from a file of NAME=VALUE lines (repeatable)")
+	o.bindAllowEmpty(fs)
 	fs.BoolVar(&o.Live, "live", false, "check the server's resources (with -f: check the files with what the server knows)")
 	fs.StringVar(&o.FailOn, "fail-on", "warning", "exit 8 when a finding is at or above this severity: error, warning, info or none")
 	fs.BoolVar(&o.Rules, "rules", false, "list the rules and exit")
@@ -96,7 +102,6 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 	if len(o.Files) == 0 && !o.Live {
 		return exitcode.UsageErrorf("nothing to lint: give -f FILE|DIR, --live, or both")
 	}
-	sarif := f.Output.Format == "sarif"
 	p, err := lintPrinter(f)
 	if err != nil {
 		return err
@@ -104,10 +109,24 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 	var desired *pkgplan.Desired
 	checked := "server"
 	if len(o.Files) > 0 {
-		if desired, err = o.load(f); err != nil {
+		d, failed, err := o.read(f)
+		if failed != nil {
+			// Still exit 2; but the problems are findings in the chosen
+			// format too, so that SARIF uploaded with if: always() shows
+			// each at its line.
+			exit := failed.report(f)
+			if !textOutput(f, p.Format) {
+				res := lint.LoadFailed(failed.Problems)
+				if err := printLintResult(f, p, res, lint.NewReport(res, "files", failed.Files, failOn)); err != nil {
+					return err
+				}
+			}
+			return exit
+		}
+		if err != nil {
 			return err
 		}
-		checked = "files"
+		desired, checked = d, "files"
 	}
 	env := lint.Env{}
 	if o.Live {
@@ -129,27 +148,40 @@ func runLint(cmd *cobra.Command, f *factory.Factory, o *lintOptions) error {
 	}
 	res := lint.Lint(desired, env)
 	report := lint.NewReport(res, checked, desired.Files, failOn)
-	switch {
-	case sarif:
-		err = p.Print(lint.SARIF(res, version.Get().Version), nil)
-	case p.Format == "jsonl":
-		for _, fd := range append(append([]lint.Finding{}, res.Findings...), res.Suppressed...) {
-			if err = p.Item(fd); err != nil {
-				break
-			}
-		}
-	case textOutput(f, p.Format):
-		printLint(f.IO.Out, report)
-	default:
-		err = p.Print(report, nil)
-	}
-	if err != nil {
+	if err := printLintResult(f, p, res, report); err != nil {
 		return err
 	}
 	if report.Failed {
 		return exitcode.Silent(exitcode.Changes)
 	}
 	return nil
+}
+
+// printLintResult writes the findings in the chosen format.
+func printLintResult(f *factory.Factory, p *output.Printer, res *lint.Result, report *lint.Report) error {
+	switch {
+	case f.Output.Format == "sarif":
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		root, err := lint.FindSourceRoot(wd, report.Files)
+		if err != nil {
+			return err
+		}
+		return p.Print(lint.SARIF(res, version.Get().Version, root), nil)
+	case p.Format == "jsonl":
+		for _, fd := range append(append([]lint.Finding{}, res.Findings...), res.Suppressed...) {
+			if err := p.Item(fd); err != nil {
+				return err
+			}
+		}
+		return nil
+	case textOutput(f, p.Format):
+		printLint(f.IO.Out, report)
+		return nil
+	}
+	return p.Print(report, nil)
 }
 
 // printLint writes the findings compiler-style, then a summary.
@@ -192,7 +224,7 @@ func printRules(f *factory.Factory) error {
 		return err
 	}
 	if f.Output.Format == "sarif" {
-		return p.Print(lint.SARIF(&lint.Result{}, version.Get().Version), nil)
+		return p.Print(lint.SARIF(&lint.Result{}, version.Get().Version, lint.SourceRoot{}), nil)
 	}
 	rules := lint.Rules()
 	return p.Print(rules, func() []output.Table {

@@ -55,7 +55,10 @@ the server or cluster keeps, a workqueue consumer without explicit acks or
 whose filters overlap another's, a setting above the server's JetStream
 API level such as allow_batched on a 2.12 server, a counter stream with
 discard: new, ...) is reported as file:line:column, exit 2, as are
-problems in the files.
+problems in the files. Files that declare nothing are refused too (exit 2):
+a plan of nothing would pass for in sync, as after "jetctl export >
+live.yaml" without a selector; --allow-empty takes them (with --prune it
+plans deleting everything jetctl manages).
 
 The lint findings (see "jetctl lint") of the resources the plan creates or
 changes, with what plan read of the server (its cluster, which consumers'

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ type fileOptions struct {
 	VarFiles []string
 	Prune    bool
 	Migrate  bool
+	// AllowEmpty takes plan files that declare nothing: without it they
+	// are invalid input, as a plan of nothing passes for in sync.
+	AllowEmpty bool
 }
 
 func (o *fileOptions) bind(fs *pflag.FlagSet) {
@@ -40,28 +44,103 @@ func (o *fileOptions) bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.VarFiles, "var-file", nil, "read variables from a file of NAME=VALUE lines (repeatable)")
 	fs.BoolVar(&o.Prune, "prune", false, "delete resources jetctl created that the files no longer declare")
 	fs.BoolVar(&o.Migrate, "migrate", false, "migrate streams, buckets and object stores that must be replaced, keeping their data and consumer positions")
+	o.bindAllowEmpty(fs)
+}
+
+func (o *fileOptions) bindAllowEmpty(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "take plan files that declare no resources (refused otherwise: a plan of nothing passes for in sync)")
 }
 
 // load reads and validates the plan files before anything is contacted.
 // Every problem is printed on stderr as file:line:column: message.
 func (o *fileOptions) load(f *factory.Factory) (*pkgplan.Desired, error) {
+	desired, failed, err := o.read(f)
+	if failed != nil {
+		return nil, failed.report(f)
+	}
+	return desired, err
+}
+
+// loadFailure is plan files that do not load: each problem at its place
+// (a file that cannot be read at its path, files that declare nothing at
+// their first line), and the exit-2 error that sums them up.
+type loadFailure struct {
+	// Files are the plan files read (none when one could not be).
+	Files    []string
+	Problems []pkgplan.Problem
+	// listed is true when each problem is a line of its own above err
+	// (the loader's); otherwise err says it all.
+	listed bool
+	err    error
+}
+
+// report prints the problems on stderr, when they are listed, and
+// returns the error to exit with.
+func (lf *loadFailure) report(f *factory.Factory) error {
+	if lf.listed {
+		for _, p := range lf.Problems {
+			fmt.Fprintln(f.IO.ErrOut, p.String())
+		}
+	}
+	return lf.err
+}
+
+// read reads and validates the plan files: the resources, or why they do
+// not load (a *loadFailure), or another error (a flag's).
+func (o *fileOptions) read(f *factory.Factory) (*pkgplan.Desired, *loadFailure, error) {
 	if len(o.Files) == 0 {
-		return nil, exitcode.UsageErrorf("no plan files: give -f FILE or -f DIR")
+		return nil, nil, exitcode.UsageErrorf("no plan files: give -f FILE or -f DIR")
 	}
 	lookup, err := o.lookup(f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sources, err := readSources(o.Files)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Usage, err)
+		lf := &loadFailure{err: exitcode.New(exitcode.Usage, err)}
+		var serr *pkgplan.SourceError
+		if errors.As(err, &serr) {
+			lf.Problems = []pkgplan.Problem{{Pos: pkgplan.Pos{File: serr.Path}, Message: err.Error()}}
+		}
+		return nil, lf, lf.err
+	}
+	var files []string
+	for _, src := range sources {
+		files = append(files, src.Name)
 	}
 	desired, err := pkgplan.Load(sources, lookup)
 	var verr *pkgplan.ValidationError
 	if errors.As(err, &verr) {
-		return nil, reportProblems(f, verr.Problems, "in the plan files; nothing was contacted")
+		lf := &loadFailure{Files: files, Problems: verr.Problems, listed: true,
+			err: exitcode.Newf(exitcode.Usage, "%s in the plan files; nothing was contacted", plural(len(verr.Problems), "problem"))}
+		return nil, lf, lf.err
 	}
-	return desired, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(desired.Resources) == 0 && !o.AllowEmpty {
+		msg := declareNothing(files) + ": a plan of nothing would pass for in sync (--allow-empty if that is meant)"
+		lf := &loadFailure{Files: files, err: exitcode.UsageErrorf("%s", msg)}
+		for _, name := range files {
+			lf.Problems = append(lf.Problems, pkgplan.Problem{Pos: pkgplan.Pos{File: name, Line: 1, Column: 1}, Message: msg})
+		}
+		return nil, lf, lf.err
+	}
+	return desired, nil, nil
+}
+
+// declareNothing says that files declare nothing: "live.yaml declares no
+// streams, ...", "a.yaml and b.yaml declare ...", "the 5 plan files
+// (a.yaml, ...) declare ...".
+func declareNothing(files []string) string {
+	const nothing = "no streams, consumers, KV buckets or object stores"
+	switch len(files) {
+	case 1:
+		return files[0] + " declares " + nothing
+	case 2:
+		return files[0] + " and " + files[1] + " declare " + nothing
+	}
+	return fmt.Sprintf("the %d plan files (%s, ...) declare %s", len(files), files[0], nothing)
 }
 
 // planError maps pkgplan.Make's errors: what the server would refuse is
@@ -84,14 +163,15 @@ func reportProblems(f *factory.Factory, problems []pkgplan.Problem, what string)
 }
 
 // readSources reads the plan files from disk; a path under examples/
-// that is not on disk is read from the examples built into jetctl.
+// (a file, or a directory: its *.yaml and *.yml files in name order, as
+// pkgplan.ReadSources reads one) that is not on disk is read from the
+// examples built into jetctl.
 func readSources(paths []string) ([]pkgplan.Source, error) {
 	var out []pkgplan.Source
 	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil && strings.HasPrefix(path.Clean(p), "examples/") {
-			name := strings.TrimPrefix(path.Clean(p), "examples/")
-			if data, ferr := fs.ReadFile(examples.FS, name); ferr == nil {
-				out = append(out, pkgplan.Source{Name: p, Data: data})
+		if _, err := os.Stat(p); err != nil {
+			if srcs, ok := embeddedExample(p); ok {
+				out = append(out, srcs...)
 				continue
 			}
 		}
@@ -102,6 +182,39 @@ func readSources(paths []string) ([]pkgplan.Source, error) {
 		out = append(out, srcs...)
 	}
 	return out, nil
+}
+
+// embeddedExample reads p from the examples built into jetctl: a file, or
+// a directory's plan files; false when p names none of them.
+func embeddedExample(p string) ([]pkgplan.Source, bool) {
+	clean := path.Clean(filepath.ToSlash(p))
+	name, ok := strings.CutPrefix(clean, "examples/")
+	if clean == "examples" {
+		name, ok = ".", true
+	}
+	if !ok {
+		return nil, false
+	}
+	if data, err := fs.ReadFile(examples.FS, name); err == nil {
+		return []pkgplan.Source{{Name: p, Data: data}}, true
+	}
+	entries, err := fs.ReadDir(examples.FS, name)
+	if err != nil {
+		return nil, false
+	}
+	var out []pkgplan.Source
+	for _, e := range entries { // fs.ReadDir sorts by name
+		ext := strings.ToLower(path.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		data, err := fs.ReadFile(examples.FS, path.Join(name, e.Name()))
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, pkgplan.Source{Name: filepath.Join(p, e.Name()), Data: data})
+	}
+	return out, len(out) > 0
 }
 
 // lookup resolves ${NAME}: --var first, then --var-file, then the

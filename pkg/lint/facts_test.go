@@ -419,3 +419,22 @@ func TestFactMirrorIsAnInterestStreamsConsumer(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// workqueue-ack-none: the server refuses a consumer of a workqueue stream
+// whose ack_policy is none or all, and takes explicit. The loader refuses
+// such a consumer of a declared stream (lint reports the refusal under
+// this rule), the rule finds it against a stream only the server has.
+func TestFactWorkqueueRefusesConsumersThatDoNotAck(t *testing.T) {
+	ctx := stdcontext.Background()
+	js := embeddedtest.JetStream(t)
+	factStream(t, js, jetstream.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}, Retention: jetstream.WorkQueuePolicy})
+	for ack, want := range map[jetstream.AckPolicy]int{jetstream.AckNonePolicy: 10084, jetstream.AckAllPolicy: 10098} {
+		_, err := js.CreateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: "c" + ack.String(), AckPolicy: ack})
+		if code := apiErrorCode(err); code != want {
+			t.Errorf("ack_policy %s on a workqueue stream: %v, want error %d", ack, err, want)
+		}
+	}
+	if _, err := js.CreateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: "explicit", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Errorf("ack_policy explicit on a workqueue stream: %v, want it accepted", err)
+	}
+}

@@ -99,6 +99,9 @@ type Finding struct {
 	IgnorePos *plan.Pos `json:"ignored_at,omitempty"`
 	// Suppressed is true for a silenced finding.
 	Suppressed bool `json:"suppressed,omitempty"`
+	// Command fixes the finding, when one command does (the message ends
+	// with it, in parentheses).
+	Command string `json:"command,omitempty"`
 }
 
 func (f Finding) String() string {
@@ -178,16 +181,26 @@ type linter struct {
 // (a plan.Resource FieldPos key such as "max_deliver"; "" for the
 // resource itself).
 func (c *linter) report(r *plan.Resource, path, format string, args ...any) {
+	c.reportWith(r, path, "", format, args...)
+}
+
+// reportWith adds a finding that command fixes.
+func (c *linter) reportWith(r *plan.Resource, path, command, format string, args ...any) {
 	pos := r.Pos
 	if p, ok := r.FieldPos[path]; ok && path != "" {
 		pos = p
+	}
+	msg := r.Label() + ": " + fmt.Sprintf(format, args...)
+	if command != "" {
+		msg += " (" + command + ")"
 	}
 	c.findings = append(c.findings, Finding{
 		Rule:     c.rule.ID,
 		Severity: c.rule.Severity,
 		Resource: r.ID(),
-		Message:  r.Label() + ": " + fmt.Sprintf(format, args...),
+		Message:  msg,
 		Pos:      pos,
+		Command:  command,
 	})
 }
 

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -202,7 +203,8 @@ func TestTripFixtures(t *testing.T) {
 }
 
 // Every rule has a trip fixture and a table entry (the ignore rules are
-// tested with their own YAML below), and every fixture is a rule's.
+// tested with their own YAML below, plan-file-invalid by
+// TestLoadFailedIsFindings), and every fixture is a rule's.
 func TestEveryRuleHasATripFixture(t *testing.T) {
 	tested := map[string]bool{}
 	for _, tc := range trips {
@@ -212,7 +214,7 @@ func TestEveryRuleHasATripFixture(t *testing.T) {
 		tested[tc.rule] = true
 	}
 	for _, r := range Rules() {
-		if strings.HasPrefix(r.ID, "ignore-") {
+		if strings.HasPrefix(r.ID, "ignore-") || r.ID == "plan-file-invalid" {
 			continue
 		}
 		if !tested[r.ID] {
@@ -315,7 +317,7 @@ func TestUnusedIgnores(t *testing.T) {
     subjects: [a.>]
     max_age: 1d
     consumers:
-      # jetctl:ignore dead-letters-unchecked captured by jetctl dlq setup A
+      # jetctl:ignore dead-letters-unchecked captured by jetctl dlq setup --stream A
       - name: c
         max_deliver: 5
 `))
@@ -443,4 +445,38 @@ func TestMaxAgeBeforeDeadLetterArithmetic(t *testing.T) {
 		}
 	}
 	t.Errorf("no finding: %v", show(res.Findings))
+}
+
+// Plan files that do not load are findings: each problem at its place,
+// an error of plan-file-invalid, or of the rule that names the same
+// mistake (a declared workqueue stream's consumer that does not
+// acknowledge is workqueue-ack-none, which the loader refuses).
+func TestLoadFailedIsFindings(t *testing.T) {
+	src := `streams:
+  - name: WORK
+    subjects: [work.>]
+    retention: workqueue
+    max_agee: 7d
+    consumers:
+      - name: packers
+        ack_policy: none
+`
+	_, err := plan.Load([]plan.Source{yamlSource(src)}, noVars)
+	var verr *plan.ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("the fixture loads: %v", err)
+	}
+	res := LoadFailed(verr.Problems)
+	assertFindings(t, "findings", res.Findings, []string{
+		"p.yaml:5:5 plan-file-invalid ",
+		"p.yaml:8:21 workqueue-ack-none ",
+	})
+	for _, f := range res.Findings {
+		if f.Severity != Error || f.Message == "" {
+			t.Errorf("finding %+v: want an error with the problem's message", f)
+		}
+	}
+	if !strings.Contains(res.Findings[0].Message, `unknown field "max_agee" (did you mean "max_age"?)`) {
+		t.Errorf("message %q", res.Findings[0].Message)
+	}
 }

@@ -29,7 +29,7 @@ var rules = []Rule{
 		ID: "max-deliver-unlimited", Severity: Warning,
 		Summary: "a consumer with acknowledgements redelivers without limit",
 		Why:     "With max_deliver unset (-1) a message that always fails (a poison message) is redelivered forever: it holds a slot of max_ack_pending and retries every ack_wait, and no advisory ever marks it as dead.",
-		Fix:     "Set max_deliver (5 is common) and capture the dead letters with `jetctl dlq setup`.",
+		Fix:     "Set max_deliver (5 is common) and capture the dead letters with `jetctl dlq setup --stream STREAM --consumer CONSUMER`.",
 		Source:  seedConcepts,
 		check:   checkMaxDeliverUnlimited,
 	},
@@ -37,7 +37,7 @@ var rules = []Rule{
 		ID: "dead-letters-uncaptured", Severity: Warning, Live: true,
 		Summary: "a consumer's dead letters are captured by nothing",
 		Why:     "Past max_deliver the server stops redelivering but keeps the message in the stream and says so only in an advisory, a core NATS message that is gone unless a stream captures it. Nobody will know which messages failed.",
-		Fix:     "Run `jetctl dlq setup STREAM` for the consumer's stream: it captures the advisories, and `jetctl dlq sweep` moves the dead letters to a dead-letter stream.",
+		Fix:     "Run `jetctl dlq setup --stream STREAM --consumer CONSUMER` (the command the finding names): it captures the consumer's advisories, and `jetctl dlq sweep --stream STREAM` moves the dead letters to a dead-letter stream.",
 		Source:  seedConcepts,
 		check:   checkDeadLettersUncaptured,
 	},
@@ -45,7 +45,7 @@ var rules = []Rule{
 		ID: "dead-letters-unchecked", Severity: Info, Offline: true,
 		Summary: "whether a consumer's dead letters are captured can only be checked live",
 		Why:     "A bounded max_deliver makes dead letters; only the server knows whether a DLQ capture covers them.",
-		Fix:     "Run `jetctl lint --live` (with or without -f) against the server, or `jetctl dlq setup STREAM`.",
+		Fix:     "Run `jetctl lint --live` (with or without -f) against the server, or `jetctl dlq setup --stream STREAM --consumer CONSUMER`.",
 		Source:  seedConcepts,
 		check:   checkDeadLettersUnchecked,
 	},
@@ -108,7 +108,7 @@ var rules = []Rule{
 	{
 		ID: "workqueue-ack-none", Severity: Error,
 		Summary: "a consumer of a workqueue stream does not acknowledge",
-		Why:     "A workqueue stream removes a message when its consumer acknowledges it, so the server refuses a consumer with ack_policy none or all there. plan and lint refuse it at load time when the stream is declared; this rule catches it against a stream only the server has (lint -f --live).",
+		Why:     "A workqueue stream removes a message when its consumer acknowledges it, so the server refuses a consumer with ack_policy none or all there. When the stream is declared, plan and lint refuse the file at load time (lint reports it under this rule, exit 2); against a stream only the server has (lint -f --live) it is a finding.",
 		Fix:     "Use ack_policy: explicit.",
 		Source:  docsStreams,
 		check:   checkWorkqueueAckNone,
@@ -132,7 +132,7 @@ var rules = []Rule{
 	{
 		ID: "kv-history-one", Severity: Info,
 		Summary: "a KV bucket keeps one revision per key",
-		Why:     "With history 1 (the default) a put replaces the previous value: `jetctl kv history` and `kv diff` have nothing to show, and a bad write cannot be undone from the bucket.",
+		Why:     "With history 1 (the default) a put replaces the previous value: `jetctl kv history BUCKET KEY` and kv diff have nothing to show, and a bad write cannot be undone from the bucket.",
 		Fix:     "Set history (up to 64) where changes must be traced or undone.",
 		Source:  docsKV,
 		check:   checkKVHistoryOne,
@@ -207,6 +207,28 @@ var rules = []Rule{
 		Fix:     "Remove the comment.",
 		Source:  "jetctl",
 	},
+	{
+		ID: "plan-file-invalid", Severity: Error,
+		Summary: "a plan file that does not load",
+		Why:     "A plan file that cannot be read, is not valid YAML, names an unknown field, declares a resource twice or holds a value the server would refuse is not checked by any rule: plan and apply refuse it before contacting anything, as they refuse files that declare nothing (without --allow-empty). lint exits 2 and reports each problem at its file:line:column in every output format, so that code scanning shows it on its line; a problem another rule names (workqueue-ack-none) is reported under that rule instead.",
+		Fix:     "Fix what the message names, at its place; plan reports the same problems. Files that are meant to declare nothing take --allow-empty.",
+		Source:  "jetctl",
+	},
+}
+
+// LoadFailed is the result of linting plan files that do not load: each
+// problem a finding at its place, of the rule that names it
+// (plan-file-invalid unless another rule does), with error severity.
+func LoadFailed(problems []plan.Problem) *Result {
+	res := &Result{Findings: []Finding{}, Suppressed: []Finding{}, Skipped: []string{}}
+	for _, p := range problems {
+		rule, ok := RuleByID(p.Rule)
+		if !ok {
+			rule, _ = RuleByID("plan-file-invalid")
+		}
+		res.Findings = append(res.Findings, Finding{Rule: rule.ID, Severity: Error, Message: p.Message, Pos: p.Pos})
+	}
+	return res
 }
 
 // explicitAcks reports whether a consumer waits for acknowledgements.
@@ -246,7 +268,13 @@ func checkDeadLettersUncaptured(c *linter, r *plan.Resource) {
 	if !boundedDeliveries(r) || c.env.Captured == nil || c.env.Captured(r.Stream, r.Name) {
 		return
 	}
-	c.report(r, "max_deliver", "max_deliver %d, but no DLQ capture keeps its dead letters: a message past it stays in the stream unnoticed (jetctl dlq setup %s)", r.ConsumerConfig.MaxDeliver, r.Stream)
+	c.reportWith(r, "max_deliver", dlqSetupCommand(r.Stream, r.Name), "max_deliver %d, but no DLQ capture keeps its dead letters: a message past it stays in the stream unnoticed", r.ConsumerConfig.MaxDeliver)
+}
+
+// dlqSetupCommand is the command that captures a consumer's dead
+// letters.
+func dlqSetupCommand(stream, consumer string) string {
+	return fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s", stream, consumer)
 }
 
 func checkDeadLettersUnchecked(c *linter, r *plan.Resource) {

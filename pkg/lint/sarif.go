@@ -1,7 +1,10 @@
 package lint
 
 import (
+	"errors"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -10,6 +13,13 @@ import (
 // GitHub code scanning reads: the rules with their help, and each result
 // with its rule, level, message and place. A silenced finding is a result
 // with an in-source suppression that carries its reason.
+//
+// A place is a URI relative to the source root, SRCROOT: code scanning
+// resolves a relative URI from the repository's root, whatever directory
+// jetctl ran in, and refuses an absolute file: URI unless it can tell the
+// checkout's path. So the source root is the repository's root when the
+// plan files are in a git work tree, and the run says where it is
+// (originalUriBaseIds); outside one it is the working directory.
 
 // SARIFSchema is the schema the document names.
 const SARIFSchema = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -23,8 +33,11 @@ type SARIFLog struct {
 
 // SARIFRun is the one run of a SARIF document.
 type SARIFRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool sarifTool `json:"tool"`
+	// OriginalURIBaseIDs says where SRCROOT is: the repository's root,
+	// or the working directory outside a repository.
+	OriginalURIBaseIDs map[string]sarifArtifact `json:"originalUriBaseIds,omitempty"`
+	Results            []sarifResult            `json:"results"`
 }
 
 type sarifTool struct {
@@ -74,11 +87,12 @@ type sarifLocation struct {
 
 type sarifPhysical struct {
 	ArtifactLocation sarifArtifact `json:"artifactLocation"`
-	Region           sarifRegion   `json:"region"`
+	Region           *sarifRegion  `json:"region,omitempty"`
 }
 
 type sarifArtifact struct {
-	URI string `json:"uri"`
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
 }
 
 type sarifRegion struct {
@@ -99,8 +113,81 @@ type sarifSuppression struct {
 // sarifLevels are SARIF's names of the severities.
 var sarifLevels = map[Severity]string{Error: "error", Warning: "warning", Info: "note"}
 
-// SARIF renders the result. version is jetctl's.
-func SARIF(res *Result, version string) *SARIFLog {
+// srcRoot is the URI base id of the source root, as code scanning and
+// the SARIF tools name it.
+const srcRoot = "%SRCROOT%"
+
+// SourceRoot is the directory SARIF artifact URIs are relative to.
+type SourceRoot struct {
+	// Dir is the source root, absolute: the root of the git work tree
+	// the plan files are in, or WorkDir.
+	Dir string
+	// Repository is true when Dir is a git work tree's root.
+	Repository bool
+	// WorkDir is the working directory, absolute, against which relative
+	// plan file paths are read.
+	WorkDir string
+}
+
+// FindSourceRoot returns the source root of plan files read from workDir
+// (absolute): the nearest git work tree (a directory holding .git, a
+// directory or the file of a linked worktree or submodule) enclosing the
+// first file that is in one; workDir when none is.
+func FindSourceRoot(workDir string, files []string) (SourceRoot, error) {
+	for _, f := range files {
+		dir := filepath.Dir(absPath(workDir, f))
+		for {
+			_, err := os.Lstat(filepath.Join(dir, ".git"))
+			if err == nil {
+				return SourceRoot{Dir: dir, Repository: true, WorkDir: workDir}, nil
+			}
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+				return SourceRoot{}, err
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return SourceRoot{Dir: workDir, WorkDir: workDir}, nil
+}
+
+func absPath(workDir, path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(workDir, path)
+}
+
+// artifact is a plan file's path as a SARIF artifact location: relative
+// to the source root (with its base id) when it is inside it, with
+// forward slashes; else an absolute file: URI.
+func (root SourceRoot) artifact(path string) sarifArtifact {
+	abs := absPath(root.WorkDir, path)
+	rel, err := filepath.Rel(root.Dir, abs)
+	if root.Dir == "" || err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return sarifArtifact{URI: fileURL(abs, false)}
+	}
+	return sarifArtifact{URI: (&url.URL{Path: filepath.ToSlash(rel)}).String(), URIBaseID: srcRoot}
+}
+
+// fileURL is an absolute path as a file: URI; a directory's ends in /.
+func fileURL(abs string, dir bool) string {
+	slashed := filepath.ToSlash(abs)
+	if !strings.HasPrefix(slashed, "/") {
+		slashed = "/" + slashed // C:/x on Windows
+	}
+	if dir && !strings.HasSuffix(slashed, "/") {
+		slashed += "/"
+	}
+	return (&url.URL{Scheme: "file", Path: slashed}).String()
+}
+
+// SARIF renders the result, its places relative to root. version is
+// jetctl's.
+func SARIF(res *Result, version string, root SourceRoot) *SARIFLog {
 	driver := sarifDriver{Name: "jetctl", Version: version, InformationURI: "https://github.com/jetctl/jetctl"}
 	index := map[string]int{}
 	for i := range rules {
@@ -118,11 +205,20 @@ func SARIF(res *Result, version string) *SARIFLog {
 		})
 	}
 	run := SARIFRun{Tool: sarifTool{Driver: driver}, Results: []sarifResult{}}
+	if root.Dir != "" {
+		run.OriginalURIBaseIDs = map[string]sarifArtifact{srcRoot: {URI: fileURL(root.Dir, true)}}
+	}
 	add := func(f Finding, suppressed bool) {
 		r := sarifResult{RuleID: f.Rule, RuleIndex: index[f.Rule], Level: sarifLevels[f.Severity], Message: sarifText{Text: f.Message}}
-		loc := sarifLocation{LogicalLocations: []sarifLogical{{FullyQualifiedName: f.Resource, Kind: "resource"}}}
+		var loc sarifLocation
+		if f.Resource != "" {
+			loc.LogicalLocations = []sarifLogical{{FullyQualifiedName: f.Resource, Kind: "resource"}}
+		}
 		if f.Pos.File != "" {
-			loc.PhysicalLocation = &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(f.Pos.File)}, Region: sarifRegion{StartLine: max(f.Pos.Line, 1), StartColumn: f.Pos.Column}}
+			loc.PhysicalLocation = &sarifPhysical{ArtifactLocation: root.artifact(f.Pos.File)}
+			if f.Pos.Line > 0 { // none for a file that could not be read
+				loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Pos.Line, StartColumn: f.Pos.Column}
+			}
 		}
 		r.Locations = []sarifLocation{loc}
 		if suppressed {
@@ -149,16 +245,4 @@ func ruleName(id string) string {
 		}
 	}
 	return b.String()
-}
-
-// fileURI is a plan file's path as a SARIF artifact URI: relative paths
-// stay relative (to the checkout, as code scanning expects), with forward
-// slashes; absolute ones become file: URIs.
-func fileURI(path string) string {
-	slashed := filepath.ToSlash(path)
-	if filepath.IsAbs(path) {
-		return (&url.URL{Scheme: "file", Path: slashed}).String()
-	}
-	slashed = strings.TrimPrefix(slashed, "./")
-	return (&url.URL{Path: slashed}).String()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"gopkg.in/yaml.v3"
 
+	"github.com/jetctl/jetctl/pkg/suggest"
 	"github.com/jetctl/jetctl/pkg/units"
 )
 
@@ -26,6 +27,10 @@ import (
 type Problem struct {
 	Pos     Pos
 	Message string
+	// Rule is the id of the jetctl lint rule that names the same
+	// mistake, when one does (workqueue-ack-none): lint reports the
+	// problem under it.
+	Rule string
 }
 
 func (p Problem) String() string {
@@ -57,20 +62,32 @@ type Source struct {
 // may call it from several goroutines at once.
 type LookupFunc func(name string) (string, bool)
 
+// SourceError is a plan file or directory that cannot be read.
+type SourceError struct {
+	// Path is the file or directory as given (or found in a directory).
+	Path string
+	Err  error
+}
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+
+func (e *SourceError) Unwrap() error { return e.Err }
+
 // ReadSources reads plan files: each path is a file, or a directory whose
-// *.yaml and *.yml files are read in name order.
+// *.yaml and *.yml files are read in name order. A path that cannot be
+// read is a *SourceError.
 func ReadSources(paths []string) ([]Source, error) {
 	var out []Source
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("plan file %s: %w", p, unwrapPathError(err))
+			return nil, &SourceError{p, fmt.Errorf("plan file %s: %w", p, unwrapPathError(err))}
 		}
 		files := []string{p}
 		if st.IsDir() {
 			entries, err := os.ReadDir(p)
 			if err != nil {
-				return nil, fmt.Errorf("plan directory %s: %w", p, unwrapPathError(err))
+				return nil, &SourceError{p, fmt.Errorf("plan directory %s: %w", p, unwrapPathError(err))}
 			}
 			files = files[:0]
 			for _, e := range entries {
@@ -81,13 +98,13 @@ func ReadSources(paths []string) ([]Source, error) {
 			}
 			sort.Strings(files)
 			if len(files) == 0 {
-				return nil, fmt.Errorf("plan directory %s holds no *.yaml or *.yml files", p)
+				return nil, &SourceError{p, fmt.Errorf("plan directory %s holds no *.yaml or *.yml files", p)}
 			}
 		}
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("plan file %s: %w", f, unwrapPathError(err))
+				return nil, &SourceError{f, fmt.Errorf("plan file %s: %w", f, unwrapPathError(err))}
 			}
 			out = append(out, Source{Name: f, Data: data})
 		}
@@ -231,7 +248,7 @@ func (l *loader) loadFile(data []byte) {
 		case "streams", "kv", "object_stores", "consumers":
 		default:
 			msg := fmt.Sprintf("unknown top-level key %q", key.Value)
-			if sug := suggest(key.Value, topLevelKeys); sug != "" {
+			if sug := suggest.Closest(key.Value, topLevelKeys); sug != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", sug)
 			} else {
 				msg += " (use streams, kv, object_stores or consumers)"
@@ -276,7 +293,7 @@ func (l *loader) unknownField(key *yaml.Node, label string, names []string) {
 	if label != "" {
 		prefix = label + ": "
 	}
-	if s := suggest(key.Value, names); s != "" {
+	if s := suggest.Closest(key.Value, names); s != "" {
 		l.problem(key, "%sunknown field %q (did you mean %q?)", prefix, key.Value, s)
 		return
 	}
@@ -522,7 +539,7 @@ func (l *loader) value(n *yaml.Node, t reflect.Type, path string, r *Resource, l
 			}
 		}
 		msg := fmt.Sprintf("invalid value %q (use one of %s", n.Value, strings.Join(nonEmpty(vals), ", "))
-		if s := suggest(v, vals); s != "" {
+		if s := suggest.Closest(v, vals); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		return bad("%s)", msg)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jetctl/jetctl/pkg/plan/plangen"
+	"github.com/jetctl/jetctl/pkg/suggest"
 )
 
 func noVars(string) (string, bool) { return "", false }
@@ -125,7 +126,7 @@ kv:
 func TestSuggest(t *testing.T) {
 	names := fieldNames(fieldsOf(streamConfigType))
 	for in, want := range map[string]string{"max_agee": "max_age", "subject": "subjects", "maxage": "max_age", "replicas": "num_replicas"} {
-		if got := suggest(in, names); got != want {
+		if got := suggest.Closest(in, names); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
 		}
 	}

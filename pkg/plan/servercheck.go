@@ -138,7 +138,7 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 			continue
 		}
 		for _, fp := range consumerRules(stream, r.ConsumerConfig) {
-			add(r, fp.path, "%s", fp.msg)
+			problems = append(problems, Problem{Pos: r.at(fp.path), Message: r.Label() + ": " + fp.msg, Rule: fp.rule})
 		}
 		if lim.MaxAckPending > 0 && r.ConsumerConfig.MaxAckPending > lim.MaxAckPending {
 			add(r, "max_ack_pending", "max_ack_pending: %d is above the account's limit of %d", r.ConsumerConfig.MaxAckPending, lim.MaxAckPending)
@@ -173,7 +173,7 @@ func CheckServer(p *Plan, live *Live, lim ServerLimits) []Problem {
 func levelProblems(r *Resource, have int) []fieldProblem {
 	var out []fieldProblem
 	add := func(feature fmt.Stringer, field string, level int) {
-		out = append(out, fieldProblem{field, fmt.Sprintf("%s needs API level %d; the server has %d", feature, level, have)})
+		out = append(out, fieldProblem{path: field, msg: fmt.Sprintf("%s needs API level %d; the server has %d", feature, level, have)})
 	}
 	switch r.Kind {
 	case KindStream:
@@ -287,9 +287,11 @@ func filterPath(r *Resource) string {
 	return "filter_subject"
 }
 
-// fieldProblem is a problem with one field of a resource.
+// fieldProblem is a problem with one field of a resource; rule is the
+// lint rule of the same mistake, if any (Problem.Rule).
 type fieldProblem struct {
 	path, msg string
+	rule      string
 }
 
 // consumerRules are the server's rules for a consumer of a stream with
@@ -299,16 +301,16 @@ func consumerRules(stream *jetstream.StreamConfig, c *jetstream.ConsumerConfig) 
 	streamReplicas := max(stream.Replicas, 1)
 	switch {
 	case c.Replicas > streamReplicas:
-		out = append(out, fieldProblem{"num_replicas", fmt.Sprintf("num_replicas: %d is more than its stream's %d", c.Replicas, streamReplicas)})
+		out = append(out, fieldProblem{path: "num_replicas", msg: fmt.Sprintf("num_replicas: %d is more than its stream's %d", c.Replicas, streamReplicas)})
 	case stream.Retention != jetstream.LimitsPolicy && c.Replicas != 0 && c.Replicas != streamReplicas:
-		out = append(out, fieldProblem{"num_replicas", fmt.Sprintf("num_replicas: %d, but a consumer of %s stream %q has the stream's replicas (%d)", c.Replicas, EnumName(stream.Retention), stream.Name, streamReplicas)})
+		out = append(out, fieldProblem{path: "num_replicas", msg: fmt.Sprintf("num_replicas: %d, but a consumer of %s stream %q has the stream's replicas (%d)", c.Replicas, EnumName(stream.Retention), stream.Name, streamReplicas)})
 	}
 	if stream.Retention == jetstream.WorkQueuePolicy {
 		if c.AckPolicy != jetstream.AckExplicitPolicy && c.AckPolicy != jetstream.AckFlowControlPolicy {
-			out = append(out, fieldProblem{"ack_policy", fmt.Sprintf("ack_policy: %s, but a consumer of workqueue stream %q must use ack_policy explicit (the stream removes a message when it is acked)", EnumName(c.AckPolicy), stream.Name)})
+			out = append(out, fieldProblem{path: "ack_policy", msg: fmt.Sprintf("ack_policy: %s, but a consumer of workqueue stream %q must use ack_policy explicit (the stream removes a message when it is acked)", EnumName(c.AckPolicy), stream.Name), rule: "workqueue-ack-none"})
 		}
 		if c.DeliverPolicy != jetstream.DeliverAllPolicy {
-			out = append(out, fieldProblem{"deliver_policy", fmt.Sprintf("deliver_policy: %s, but a consumer of workqueue stream %q must use deliver_policy all", EnumName(c.DeliverPolicy), stream.Name)})
+			out = append(out, fieldProblem{path: "deliver_policy", msg: fmt.Sprintf("deliver_policy: %s, but a consumer of workqueue stream %q must use deliver_policy all", EnumName(c.DeliverPolicy), stream.Name)})
 		}
 	}
 	return out

@@ -232,7 +232,7 @@ func (l *loader) validateConsumer(r *Resource, stream *Resource) {
 	// The rules of the stream's retention and replicas; for a stream only
 	// on the server, planning checks them (CheckServer).
 	for _, fp := range consumerRules(stream.StreamConfig, c) {
-		l.problemAt(r.at(fp.path), "%s: %s", r.Label(), fp.msg)
+		l.problems = append(l.problems, Problem{Pos: r.at(fp.path), Message: r.Label() + ": " + fp.msg, Rule: fp.rule})
 	}
 	if stream.StreamConfig.Mirror != nil || len(stream.StreamConfig.Sources) > 0 {
 		return
