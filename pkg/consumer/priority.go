@@ -197,7 +197,7 @@ func (ev *evaluation) pinnedClientGone() {
 
 // UnpinCommand is the command a pinned-client-gone finding names.
 func UnpinCommand(stream, consumer, group string) string {
-	return fmt.Sprintf("jetctl consumer unpin %s %s --group %s", stream, consumer, group)
+	return fmt.Sprintf("jetctl consumer unpin %s %s --group %s --dry-run", stream, consumer, group)
 }
 
 // overflowNotReached: an overflow consumer with pulls waiting and messages
