@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,6 +71,82 @@ func OwnUntil(cfg *jetstream.StreamConfig) (uint64, bool) {
 	}
 	n, _ := strconv.ParseUint(cfg.Metadata[MetaOwnUntil], 10, 64)
 	return n, true
+}
+
+// MetaRecorderFrom, on a capture that reads the recorder, says from which
+// recorder sequence on the capture holds the advisories of each subject it
+// reads: "subject@seq" pairs, space-separated. Its sources say it too,
+// until --all-consumers replaces them by one that starts at the recorder's
+// next sequence: the pairs keep what the capture held before.
+const MetaRecorderFrom = "jetctl_dlq_recorder_from"
+
+// RecorderFrom maps each subject a capture reads from the recorder to the
+// first recorder sequence it holds of it (its sources' starts and
+// MetaRecorderFrom, the earliest). Empty for a capture that owns its
+// subjects.
+func RecorderFrom(cfg *jetstream.StreamConfig) map[string]uint64 {
+	out := map[string]uint64{}
+	if !ReadsRecorder(cfg) {
+		return out
+	}
+	keep := func(subject string, seq uint64) {
+		if have, ok := out[subject]; !ok || seq < have {
+			out[subject] = seq
+		}
+	}
+	for _, src := range cfg.Sources {
+		if src == nil || src.Name != recorder.Stream {
+			continue
+		}
+		start := max(src.OptStartSeq, 1)
+		if src.FilterSubject != "" {
+			keep(src.FilterSubject, start)
+		}
+		for _, t := range src.SubjectTransforms {
+			keep(t.Source, start)
+		}
+	}
+	for _, pair := range strings.Fields(cfg.Metadata[MetaRecorderFrom]) {
+		subject, seq, ok := strings.Cut(pair, "@")
+		if n, err := strconv.ParseUint(seq, 10, 64); ok && err == nil && subject != "" {
+			keep(subject, n)
+		}
+	}
+	return out
+}
+
+// setRecorderFrom writes from into cfg's MetaRecorderFrom.
+func setRecorderFrom(cfg *jetstream.StreamConfig, from map[string]uint64) {
+	pairs := make([]string, 0, len(from))
+	for subject, seq := range from {
+		pairs = append(pairs, subject+"@"+strconv.FormatUint(seq, 10))
+	}
+	slices.Sort(pairs)
+	if cfg.Metadata == nil {
+		cfg.Metadata = map[string]string{}
+	}
+	cfg.Metadata[MetaRecorderFrom] = strings.Join(pairs, " ")
+}
+
+// HoldsRecorded reports whether capture cfg holds (or, while it catches
+// up, will hold) the recorder's advisory at seq on subject: a subject it
+// reads from the recorder takes it, from a sequence at or before seq.
+func HoldsRecorded(cfg *jetstream.StreamConfig, subject string, seq uint64) bool {
+	for f, from := range RecorderFrom(cfg) {
+		if seq >= from && streamread.SubjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// HistoryStart is where a capture starts to take the recorder's history:
+// its first sequence (the next one when it holds nothing).
+func HistoryStart(rec *jetstream.StreamInfo) uint64 {
+	if rec.State.Msgs == 0 {
+		return rec.State.LastSeq + 1
+	}
+	return max(rec.State.FirstSeq, 1)
 }
 
 // IsCapture reports whether cfg is a capture stream made by dlq setup.
@@ -173,4 +250,50 @@ func FiltersCover(filters []string, source, consumer string) bool {
 // the dead letters of consumer of stream.
 func Covers(cfg *jetstream.StreamConfig, stream, consumer string) bool {
 	return IsCapture(cfg) && cfg.Metadata[MetaSource] == stream && FiltersCover(CaptureFilters(cfg), stream, consumer)
+}
+
+// RecordedDeadLetters counts, by subject, the dead-letter advisories
+// (MAX_DELIVERIES and MSG_TERMINATED) the recorder holds of stream's
+// consumers ("*": of every stream's), from one info request filtered by
+// the server. Empty when rec is nil.
+func RecordedDeadLetters(ctx context.Context, js jetstream.JetStream, rec *jetstream.StreamInfo, stream string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	if rec == nil {
+		return out, nil
+	}
+	st, err := js.Stream(ctx, rec.Config.Name)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", rec.Config.Name, err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(advisoryPrefix+"*."+stream+".*"))
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", rec.Config.Name, err)
+	}
+	for subject, n := range info.State.Subjects {
+		if IsDeadLetterSubject(subject) {
+			out[subject] = n
+		}
+	}
+	return out, nil
+}
+
+const advisoryPrefix = "$JS.EVENT.ADVISORY.CONSUMER."
+
+// IsDeadLetterSubject reports whether subject is a consumer's
+// MAX_DELIVERIES or MSG_TERMINATED advisory subject.
+func IsDeadLetterSubject(subject string) bool {
+	kind, _, _ := strings.Cut(strings.TrimPrefix(subject, advisoryPrefix), ".")
+	return strings.HasPrefix(subject, advisoryPrefix) && (kind == "MAX_DELIVERIES" || kind == "MSG_TERMINATED")
+}
+
+// countRecorded sums counts over the subjects that match one of want and
+// none of except.
+func countRecorded(counts map[string]uint64, want, except []string) int {
+	n := 0
+	for subject, c := range counts {
+		if len(want) > 0 && streamread.SubjectMatchesAny(want, subject) && (len(except) == 0 || !streamread.SubjectMatchesAny(except, subject)) {
+			n += int(c)
+		}
+	}
+	return n
 }
