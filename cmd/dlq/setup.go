@@ -56,10 +56,13 @@ consumers to every consumer of the stream; without either it only verifies
 (a CI check can run it). Every name is checked before anything is created.
 
 Advisories are sent only to whoever listens at that instant: those sent
-before the capture existed were never captured. On workqueue and interest
-streams "jetctl dlq sweep --scan" finds those messages from the consumers'
-state; on a limits stream they cannot be told apart from processed ones
-(see docs/dlq.md). --dry-run shows what would be created.
+before the capture existed were never captured. With an event recorder
+(jetctl events record) the capture reads the recorder from its start: the
+dead letters recorded before setup are captured too, and the next sweep
+takes them. Of the rest, on workqueue and interest streams "jetctl dlq
+sweep --scan" finds those messages from the consumers' state; on a limits
+stream they cannot be told apart from processed ones (see docs/dlq.md).
+--dry-run shows what would be created.
 
 A redrive sends a dead letter back to its original subject only where no
 other consumer receives it there. On a limits or interest stream with
