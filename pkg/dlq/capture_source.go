@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/recorder"
+	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -220,6 +222,60 @@ func nextSourceSeq(ctx context.Context, js jetstream.JetStream, info *jetstream.
 		return max(start, seq+1), nil
 	}
 	return start, nil
+}
+
+// caughtUpWithin bounds how long caughtUp waits for the capture's sources.
+const caughtUpWithin = 10 * time.Second
+
+// caughtUp waits until capture holds every advisory the recorder holds on
+// subjects (exact subjects, read from the recorder by its sources): the
+// last one on each, in the recorder, is the last one on it in the capture
+// (the Nats-Stream-Source header names its recorder sequence). It returns
+// the recorder's next sequence as it was before the check: a source from
+// there misses none of theirs. A source that does not catch up within
+// caughtUpWithin is an error: nothing was changed.
+func caughtUp(ctx context.Context, js jetstream.JetStream, capture *jetstream.StreamInfo, subjects []string) (uint64, error) {
+	a := jsapi.New(js)
+	rec, err := js.Stream(ctx, recorder.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", recorder.Stream, err)
+	}
+	next := rec.CachedInfo().State.LastSeq + 1
+	name := capture.Config.Name
+	for deadline := time.Now().Add(caughtUpWithin); ; {
+		behind := ""
+		for _, s := range subjects {
+			last, err := a.MsgGet(ctx, recorder.Stream, jsapi.MsgGetRequest{LastFor: s})
+			if errors.Is(err, jsapi.ErrNoMessage) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("stream %q: %w", recorder.Stream, err)
+			}
+			held, err := a.MsgGet(ctx, name, jsapi.MsgGetRequest{LastFor: s})
+			switch {
+			case errors.Is(err, jsapi.ErrNoMessage):
+			case err != nil:
+				return 0, fmt.Errorf("stream %q: %w", name, err)
+			default:
+				if recorder.SourceHeaderSeq(held.Header.Get("Nats-Stream-Source")) >= last.Seq {
+					continue
+				}
+			}
+			if HoldsRecorded(&capture.Config, s, last.Seq) {
+				behind = s
+			}
+		}
+		if behind == "" {
+			return next, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("stream %q: it has not copied the recorder's advisories on %s yet (it reads %s); nothing was changed: run again", name, behind, recorder.Stream)
+		}
+		if err := retry.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // captureDetail says what a capture captures, for setup's table: its

@@ -274,10 +274,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 // again (TestFactSourceCopiesTheOriginsHistory). A wildcard that replaces
 // named consumers' subjects (--all-consumers) cannot start at the history:
 // it would take the named consumers' advisories a second time, and a
-// dead letter redriven or purged since would be swept again. Its source
-// starts after the last advisory the capture holds; the other consumers'
-// recorded dead letters stay in the recorder (res.RecorderHistory says
-// how many), and MetaRecorderFrom keeps what the replaced sources held.
+// dead letter redriven or purged since would be swept again. Once the
+// capture holds every advisory of the named consumers the recorder holds
+// (caughtUp), its source starts at the recorder's next sequence: nothing
+// of theirs is missed, the other consumers' recorded dead letters stay in
+// the recorder (res.RecorderHistory says how many), and MetaRecorderFrom
+// keeps what the replaced sources held.
 func widenRecorderCapture(ctx context.Context, js jetstream.JetStream, rec, info *jetstream.StreamInfo, cc *jetstream.StreamConfig, have, subjects []string, res *SetupResult) error {
 	from := RecorderFrom(cc)
 	var added []string
@@ -301,7 +303,13 @@ func widenRecorderCapture(ctx context.Context, js jetstream.JetStream, rec, info
 		res.RecorderHistory, err = recorderHistory(ctx, js, rec, res.Stream, added, nil, true)
 		return err
 	}
-	start, err := nextSourceSeq(ctx, js, info)
+	var start uint64
+	var err error
+	if rec == nil {
+		start, err = nextSourceSeq(ctx, js, info)
+	} else {
+		start, err = caughtUp(ctx, js, info, have)
+	}
 	if err != nil {
 		return err
 	}
