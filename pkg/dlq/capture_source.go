@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,10 +125,13 @@ func setRecorderFrom(cfg *jetstream.StreamConfig, from map[string]uint64) {
 		pairs = append(pairs, subject+"@"+strconv.FormatUint(seq, 10))
 	}
 	slices.Sort(pairs)
-	if cfg.Metadata == nil {
-		cfg.Metadata = map[string]string{}
+	// A copy: cfg may share its map with a stream's cached info.
+	md := maps.Clone(cfg.Metadata)
+	if md == nil {
+		md = map[string]string{}
 	}
-	cfg.Metadata[MetaRecorderFrom] = strings.Join(pairs, " ")
+	md[MetaRecorderFrom] = strings.Join(pairs, " ")
+	cfg.Metadata = md
 }
 
 // HoldsRecorded reports whether capture cfg holds (or, while it catches
