@@ -54,7 +54,7 @@ the server, and the command that fixes or investigates it:
   paused                         paused     the consumer is paused
   behind                         behind     the oldest unprocessed message is older than --behind
                                             (critical from lag-critical, when set)
-  dead-letters                   dead-letters  dead letters wait, not yet swept or in the DLQ
+  dead-letters                   dead-letters  dead letters wait: in the DLQ, not yet swept, or recorded only
                                             (critical from dead-letters-critical, when set)
   max-deliver-exceeded           dead-letters  messages past MaxDeliver still in a workqueue/interest stream
   replica-lagging                degraded   a replica is offline or behind

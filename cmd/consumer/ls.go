@@ -20,8 +20,9 @@ func newCmdLs(f *factory.Factory) *cobra.Command {
 stream, consumer, filter subjects, pull or push, unprocessed messages
 (never delivered), ack pending against MaxAckPending, redelivered, waiting
 pulls, last activity, the lag in time (the age of the oldest message not
-yet delivered), its dead letters that wait (not yet swept, or in the DLQ,
-when "jetctl dlq setup" exists for the stream), paused, and a one-word
+yet delivered), its dead letters that wait (in the DLQ, not yet swept
+from the capture of "jetctl dlq setup", or held by the recorder of "jetctl
+events record" alone; each once), paused, and a one-word
 health: the word of its most urgent finding, by the one health model
 "consumer explain", status, watch and wait use (critical: no-leader,
 stalled, failing, poison; warning: paused, behind, dead-letters,

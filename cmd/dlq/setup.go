@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize/english"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -55,10 +56,13 @@ consumers to every consumer of the stream; without either it only verifies
 (a CI check can run it). Every name is checked before anything is created.
 
 Advisories are sent only to whoever listens at that instant: those sent
-before the capture existed were never captured. On workqueue and interest
-streams "jetctl dlq sweep --scan" finds those messages from the consumers'
-state; on a limits stream they cannot be told apart from processed ones
-(see docs/dlq.md). --dry-run shows what would be created.
+before the capture existed were never captured. With an event recorder
+(jetctl events record) the capture reads the recorder from its start: the
+dead letters recorded before setup are captured too, and the next sweep
+takes them. Of the rest, on workqueue and interest streams "jetctl dlq
+sweep --scan" finds those messages from the consumers' state; on a limits
+stream they cannot be told apart from processed ones (see docs/dlq.md).
+--dry-run shows what would be created.
 
 A redrive sends a dead letter back to its original subject only where no
 other consumer receives it there. On a limits or interest stream with
@@ -123,14 +127,33 @@ func setupNotes(f *factory.Factory, o *setupOptions, res *pkgdlq.SetupResult) {
 	w := f.IO.ErrOut
 	if len(res.NewlyCaptured) > 0 {
 		who := consumerNames(res.NewlyCaptured)
+		before := "now"
+		if h := res.RecorderHistory; h != nil && !h.Start.IsZero() {
+			since := h.Start.UTC().Format(time.RFC3339)
+			before = "the record starts (" + since + ")"
+			switch {
+			case h.Advisories == 0:
+			case h.Captured:
+				what := "they are captured too, and the next sweep takes them"
+				if o.dryRun {
+					what = "they would be captured too, for the next sweep"
+				}
+				fmt.Fprintf(w, "jetctl: %s recorded %s of %s since %s: %s (jetctl dlq sweep --stream %s)\n",
+					h.Stream, english.Plural(h.Advisories, "dead-letter advisory", "dead-letter advisories"), who, since, what, o.stream)
+			default:
+				fmt.Fprintf(w, "jetctl: %s recorded %s of the other consumers before now: they stay there, not captured (the capture of every consumer starts now, "+
+					"or it would take the named consumers' again); jetctl events timeline --stream %s --type max_deliveries,terminated lists them, and consumer ls counts them\n",
+					h.Stream, english.Plural(h.Advisories, "dead-letter advisory", "dead-letter advisories"), o.stream)
+			}
+		}
 		if res.Retention == pkgdlq.RetentionName(jetstream.LimitsPolicy) {
-			fmt.Fprintf(w, "jetctl: advisories of %s sent before now were never captured. %s has limits retention: a message that died earlier "+
+			fmt.Fprintf(w, "jetctl: advisories of %s sent before %s were never captured. %s has limits retention: a message that died earlier "+
 				"cannot be told apart from one that was processed, and no sweep can find it (--scan works on workqueue and interest streams only). "+
 				"If you know when the failures happened, keep a copy of that window: jetctl replay %s --from-time T1 --to-time T2 --to-file dead.jsonl\n",
-				who, o.stream, o.stream)
+				who, before, o.stream, o.stream)
 		} else {
-			fmt.Fprintf(w, "jetctl: advisories of %s sent before now were never captured; to find messages that died earlier run: jetctl dlq sweep --stream %s --scan\n",
-				who, o.stream)
+			fmt.Fprintf(w, "jetctl: advisories of %s sent before %s were never captured; to find messages that died earlier run: jetctl dlq sweep --stream %s --scan\n",
+				who, before, o.stream)
 		}
 	}
 	if len(o.consumers) == 0 && !o.allConsumers && !slices.Contains(res.CapturedConsumers, "*") && len(res.CapturedConsumers) > 0 {

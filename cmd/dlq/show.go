@@ -88,6 +88,9 @@ func runShow(ctx context.Context, f *factory.Factory, o *showOptions, seq uint64
 	w := f.IO.Out
 	fmt.Fprintf(w, "DLQ:         %s seq %d\n", e.DLQStream, e.DLQSeq)
 	fmt.Fprintf(w, "Source:      %s seq %d\n", esc(e.SourceStream), e.SourceSeq)
+	if e.Redriven() {
+		fmt.Fprintf(w, "Original:    %s seq %d (%s), stored %s\n", esc(e.OriginalStream), e.OriginalSeq, esc(e.OriginalSubject), e.OriginalTime.UTC().Format(time.RFC3339Nano))
+	}
 	fmt.Fprintf(w, "Subject:     %s\n", esc(e.Subject))
 	fmt.Fprintf(w, "Consumer:    %s\n", esc(e.Consumer))
 	reason := e.Reason

@@ -3,16 +3,13 @@ package consumer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetctl/jetctl/pkg/dlq"
 	"github.com/jetctl/jetctl/pkg/envelope"
-	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/natsconn"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
@@ -22,10 +19,11 @@ import (
 // wait, the rules' message reads) and evaluates each one: the one path of
 // consumer ls, status, watch, wait and explain. infos are the streams
 // (by name; a stream missing there is evaluated without it), captures
-// the advisory capture streams by source stream. Every consumer of a
-// stream whose state is in states is another consumer for the rules of
-// the others.
-func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State, infos, captures map[string]*jetstream.StreamInfo, cfg ListConfig) error {
+// the advisory capture streams by source stream, rec the event recorder
+// (nil: none; dead.go reads it where it records the consumer
+// advisories). Every consumer of a stream whose state is in states is
+// another consumer for the rules of the others.
+func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State, infos, captures map[string]*jetstream.StreamInfo, rec *jetstream.StreamInfo, cfg ListConfig) error {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
@@ -35,12 +33,12 @@ func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State
 	r := newReads(ctx, a.client.Prefix)
 	defer natsconn.Tolerate(a.client.NC, r.match, r.refused)()
 	var wg sync.WaitGroup
-	var dead map[string]*deadCounts
+	var dead map[string]*streamDead
 	var deadErrs map[string]string
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		dead, deadErrs = deadLetters(r, js, a.client, captures, cfg.Workers, cfg.LagCache)
+		dead, deadErrs = deadLetters(r, js, a.client, states, infos, captures, usableRecorder(rec), cfg.Workers, cfg.LagCache)
 	}()
 	fillLag(r, a, states, cfg.Workers, cfg.LagCache)
 	wg.Wait()
@@ -56,8 +54,8 @@ func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State
 			s.ReadErrors = append(s.ReadErrors, "dead letters: "+e)
 		}
 		if d, ok := dead[s.Stream]; ok && s.Info != nil {
-			if w, covered := d.of(s.Consumer); covered {
-				n := w.unswept + w.inDLQ
+			if w, known := d.of(s.Consumer); known {
+				n := w.total()
 				s.DeadLetters, s.dead = &n, &w
 			}
 		}
@@ -72,7 +70,7 @@ func assess(ctx context.Context, js jetstream.JetStream, a *api, states []*State
 			}
 		}
 		ev := &evaluation{t: cfg.Thresholds, fixed: cfg.Fixed, cache: cfg.LagCache, s: s, api: a.client, stream: infos[s.Stream], others: others}
-		if d, ok := dead[s.Stream]; ok {
+		if d, ok := dead[s.Stream]; ok && d.capture != nil {
 			ev.dlq = d.dlq
 		}
 		errs[i] = evaluate(r.of(s.Stream), ev)
@@ -193,197 +191,4 @@ func fillLag(r *reads, api *api, states []*State, workers int, cache *LagCache) 
 		cache.put(s, m.Seq, m.Time)
 		s.setLag(m.Seq, m.Time)
 	})
-}
-
-// deadCounts are, for one source stream with a capture, the consumers
-// the capture covers and their dead letters that wait.
-type deadCounts struct {
-	source   string
-	subjects []string
-	dlq      string
-	waiting  map[string]deadWaiting
-	exact    bool
-}
-
-// of returns the dead letters of consumer that wait, and false when the
-// capture does not cover it (set up for other consumers only).
-func (d *deadCounts) of(consumer string) (deadWaiting, bool) {
-	if !dlq.FiltersCover(d.subjects, d.source, consumer) {
-		return deadWaiting{}, false
-	}
-	w := d.waiting[consumer]
-	w.dlq, w.exact = d.dlq, d.exact
-	return w, true
-}
-
-// MaxDLQScan is the largest DLQ whose entries are read to count each
-// consumer's; past it, every entry counts for each consumer with dead
-// letters captured.
-const MaxDLQScan = 10000
-
-// maxUnsweptScan bounds the unswept advisories read per consumer.
-const maxUnsweptScan = 1000
-
-const advisoryPrefix = "$JS.EVENT.ADVISORY.CONSUMER."
-
-// deadLetters finds, per source stream with a capture, the dead letters
-// that wait for each consumer: advisories captured after the sweep's
-// checkpoint for that consumer (the ack floor of the sweep durable that
-// reads its advisories), not counting those the server sends of its own
-// when it deletes a pending message; and the entries of the DLQ stream
-// whose Jetctl-Dlq-Consumer is the consumer. The capture's older
-// advisories (kept for its retention, 7 days by default) are history,
-// not waiting dead letters.
-//
-// A source stream whose dead letters could not be read is in the second
-// map, with why.
-func deadLetters(r *reads, js jetstream.JetStream, client *jsapi.Client, captures map[string]*jetstream.StreamInfo, workers int, cache *LagCache) (map[string]*deadCounts, map[string]string) {
-	sources := make([]string, 0, len(captures))
-	for source := range captures {
-		sources = append(sources, source)
-	}
-	found := make([]*deadCounts, len(sources))
-	errs := make([]error, len(sources))
-	parallel(len(sources), workers, func(i int) {
-		found[i], errs[i] = deadLettersOf(r, js, client, sources[i], captures[sources[i]], cache)
-	})
-	out, failed := map[string]*deadCounts{}, map[string]string{}
-	for i, d := range found {
-		if errs[i] != nil {
-			failed[sources[i]] = errs[i].Error()
-		} else if d != nil {
-			out[sources[i]] = d
-		}
-	}
-	return out, failed
-}
-
-func deadLettersOf(r *reads, js jetstream.JetStream, client *jsapi.Client, source string, capture *jetstream.StreamInfo, cache *LagCache) (*deadCounts, error) {
-	name := capture.Config.Name
-	ctx := r.of(name)
-	fail := func(stream string, ctx context.Context, err error) error {
-		return fmt.Errorf("stream %q: %s", stream, readError(ctx, err))
-	}
-	// One info request, with the advisories' subjects counted.
-	var info struct {
-		jetstream.StreamInfo
-		Error *jetstream.APIError `json:"error,omitempty"`
-	}
-	if err := client.Request(ctx, "STREAM.INFO."+name, map[string]string{"subjects_filter": advisoryPrefix + "*." + source + ".*"}, &info); err != nil {
-		return nil, fail(name, ctx, err)
-	}
-	if info.Error != nil {
-		if info.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound {
-			return nil, nil
-		}
-		return nil, fail(name, ctx, info.Error)
-	}
-	d := &deadCounts{source: source, subjects: dlq.CaptureFilters(&info.Config), waiting: map[string]deadWaiting{}, exact: true,
-		dlq: dlq.DefaultNames(source, "").DLQ}
-	if m := info.Config.Metadata[dlq.MetaDLQ]; m != "" {
-		d.dlq = m
-	}
-	captured := map[string]bool{}
-	for subject, n := range info.State.Subjects {
-		kind, rest, _ := strings.Cut(strings.TrimPrefix(subject, advisoryPrefix), ".")
-		if n > 0 && (kind == "MAX_DELIVERIES" || kind == "MSG_TERMINATED") {
-			captured[strings.TrimPrefix(rest, source+".")] = true
-		}
-	}
-	if len(captured) == 0 {
-		return d, nil
-	}
-	// The sweep's checkpoints: each sweep durable's ack floor, with the
-	// advisory subjects it reads (none: all).
-	type checkpoint struct {
-		floor   uint64
-		filters []string
-	}
-	var checkpoints []checkpoint
-	durables, err := (&api{client: client}).listConsumers(ctx, name)
-	if err != nil {
-		return nil, fail(name, ctx, err)
-	}
-	for _, c := range durables {
-		if strings.HasPrefix(c.Consumer, dlq.SweepDurable) && c.Info != nil {
-			checkpoints = append(checkpoints, checkpoint{c.AckFloorStreamSeq, c.FilterSubjects})
-		}
-	}
-	for consumer := range captured {
-		var from uint64
-		subject := advisoryPrefix + "*." + source + "." + consumer
-		for _, c := range checkpoints {
-			if len(c.filters) == 0 || filtersOverlap(c.filters, []string{subject}) {
-				from = max(from, c.floor)
-			}
-		}
-		n, err := unswept(ctx, client, name, subject, from+1, source)
-		if err != nil {
-			return nil, fail(name, ctx, err)
-		}
-		w := d.waiting[consumer]
-		w.unswept = n
-		d.waiting[consumer] = w
-	}
-	// The DLQ's entries, by consumer.
-	ctx = r.of(d.dlq)
-	dst, err := js.Stream(ctx, d.dlq)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return d, nil
-	}
-	if err != nil {
-		return nil, fail(d.dlq, ctx, err)
-	}
-	ds := dst.CachedInfo().State
-	if ds.Msgs == 0 {
-		return d, nil
-	}
-	key := fmt.Sprintf("%s %d %d %d", d.dlq, ds.FirstSeq, ds.LastSeq, ds.Msgs)
-	counts, ok := cache.dlqCounts(key)
-	if !ok && ds.Msgs > MaxDLQScan {
-		d.exact = false
-		counts = map[string]int64{}
-		for consumer := range captured {
-			counts[consumer] = int64(ds.Msgs)
-		}
-	} else if !ok {
-		counts = map[string]int64{}
-		err := dlq.Each(ctx, js, d.dlq, dlq.Select{}, func(e dlq.Entry) error {
-			counts[e.Consumer]++
-			return nil
-		})
-		if err != nil {
-			return nil, fail(d.dlq, ctx, err)
-		}
-		cache.putDLQCounts(key, counts)
-	}
-	for consumer, n := range counts {
-		w := d.waiting[consumer]
-		w.inDLQ = n
-		d.waiting[consumer] = w
-	}
-	return d, nil
-}
-
-// unswept counts the dead-letter advisories on subject from seq on,
-// leaving out those the server sends of its own (a pending message
-// deleted), up to maxUnsweptScan.
-func unswept(ctx context.Context, client *jsapi.Client, capture, subject string, seq uint64, source string) (int64, error) {
-	var n int64
-	for i := 0; i < maxUnsweptScan; i++ {
-		m, err := client.MsgGet(ctx, capture, jsapi.MsgGetRequest{Seq: seq, NextFor: subject})
-		if errors.Is(err, jsapi.ErrNoMessage) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		seq = m.Seq + 1
-		a, err := dlq.ParseAdvisory(m.Data)
-		if err != nil || a.ServerCaused() || a.Stream != source {
-			continue
-		}
-		n++
-	}
-	return n, nil
 }

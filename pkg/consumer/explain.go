@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/dlq"
+	"github.com/jetctl/jetctl/pkg/recorder"
 	"github.com/jetctl/jetctl/pkg/retry"
 )
 
@@ -187,8 +188,11 @@ func assessOne(ctx context.Context, js jetstream.JetStream, st jetstream.Stream,
 	if capture, err := js.Stream(ctx, dlq.DefaultNames(name, "").Capture); err == nil && capture.CachedInfo().Config.Metadata[dlq.MetaSource] == name {
 		captures[name] = capture.CachedInfo()
 	}
+	// The recorder, where the account has one (dead.go): what cannot be
+	// read leaves the recorded dead letters out, as without one.
+	rec, _ := recorder.Find(ctx, js)
 	cfg := ListConfig{Thresholds: t, Fixed: fixed}
-	if err := assess(ctx, js, a, states, map[string]*jetstream.StreamInfo{name: si}, captures, cfg); err != nil {
+	if err := assess(ctx, js, a, states, map[string]*jetstream.StreamInfo{name: si}, captures, rec, cfg); err != nil {
 		return nil, err
 	}
 	return s, nil

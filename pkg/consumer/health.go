@@ -523,21 +523,41 @@ func (ev *evaluation) behind() {
 		fmt.Sprintf("jetctl consumer watch %s --count 5", ev.s.Stream), evidence)
 }
 
-// deadLetters: dead letters of this consumer wait, in the capture (not yet
-// swept) or in the DLQ (not yet redriven or purged).
+// deadLetters: dead letters of this consumer wait (dead.go), in the DLQ
+// (not yet redriven or purged), in the capture (not yet swept), or in the
+// recorder alone (no capture took them; their messages still stored).
 func (ev *evaluation) deadLetters() {
 	d := ev.s.DeadLetters
 	if d == nil || *d == 0 {
 		return
 	}
 	w := ev.s.dead
-	cmd := fmt.Sprintf("jetctl dlq ls --stream %s --consumer %s", ev.s.Stream, ev.s.Consumer)
-	where := fmt.Sprintf("%d in the DLQ", w.inDLQ)
-	if w.unswept > 0 {
-		cmd = fmt.Sprintf("jetctl dlq sweep --stream %s", ev.s.Stream)
-		where = fmt.Sprintf("%d not yet swept, %d in the DLQ", w.unswept, w.inDLQ)
+	s := ev.s
+	cmd := fmt.Sprintf("jetctl dlq ls --stream %s --consumer %s", s.Stream, s.Consumer)
+	var where []string
+	switch {
+	case w.unswept > 0:
+		cmd = fmt.Sprintf("jetctl dlq sweep --stream %s", s.Stream)
+		where = append(where, fmt.Sprintf("%d not yet swept, %d in the DLQ", w.unswept, w.inDLQ))
+	case w.covered || w.inDLQ > 0:
+		where = append(where, fmt.Sprintf("%d in the DLQ", w.inDLQ))
 	}
-	evidence := map[string]any{"dead_letters": *d, "unswept": w.unswept, "in_dlq": w.inDLQ, "dlq_stream": w.dlq, "in_dlq_exact": w.exact}
+	if w.recorded > 0 {
+		where = append(where, fmt.Sprintf("%d recorded in %s only", w.recorded, w.recorder))
+		switch {
+		case w.unswept > 0:
+		case !w.covered:
+			// Setup captures the recorder's history: the sweep takes them.
+			cmd = fmt.Sprintf("jetctl dlq setup --stream %s --consumer %s && jetctl dlq sweep --stream %s", s.Stream, s.Consumer, s.Stream)
+		case w.inDLQ == 0:
+			cmd = fmt.Sprintf("jetctl events timeline --stream %s --consumer %s --type max_deliveries,terminated", s.Stream, s.Consumer)
+		}
+	}
+	evidence := map[string]any{"dead_letters": *d, "unswept": w.unswept, "in_dlq": w.inDLQ, "dlq_stream": w.dlq, "in_dlq_exact": w.exact,
+		"recorded": w.recorded}
+	if w.recorder != "" {
+		evidence["recorder"] = w.recorder
+	}
 	severity := WordOf(FindingDeadLetters).Level()
 	if c := ev.t.DeadLettersCritical; c > 0 {
 		evidence["dead_letters_critical"] = c
@@ -546,7 +566,7 @@ func (ev *evaluation) deadLetters() {
 		}
 	}
 	ev.addAt(severity, FindingDeadLetters,
-		fmt.Sprintf("%s wait (%s): messages this consumer gave up on", english.Plural(int(*d), "dead letter", "dead letters"), where),
+		fmt.Sprintf("%s wait (%s): messages this consumer gave up on", english.Plural(int(*d), "dead letter", "dead letters"), strings.Join(where, "; ")),
 		cmd, evidence)
 }
 

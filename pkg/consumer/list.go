@@ -51,12 +51,22 @@ type LagCache struct {
 	// prev holds what the last call found; next what this call uses,
 	// so that consumers gone or caught up drop out after one call.
 	prev, next map[string]lagEntry
-	// dlq is the last count of each DLQ's entries by consumer, keyed by
-	// the DLQ's name and state: read again only when the DLQ changed.
-	dlq map[string]map[string]int64
+	// dlq is the last reading of each DLQ's entries (source sequences
+	// by consumer), keyed by the DLQ's name and state: read again only
+	// when the DLQ changed.
+	dlq map[string]map[string][]uint64
+	// rec is what the recorder held of each filter read (dead.go), and
+	// goneSeqs the recorded dead letters found no longer stored.
+	rec      map[string]recordedRead
+	goneSeqs map[string]bool
 }
 
-func (c *LagCache) dlqCounts(key string) (map[string]int64, bool) {
+type recordedRead struct {
+	last uint64
+	held []recordedAdvisory
+}
+
+func (c *LagCache) dlqEntries(key string) (map[string][]uint64, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -66,7 +76,7 @@ func (c *LagCache) dlqCounts(key string) (map[string]int64, bool) {
 	return m, ok
 }
 
-func (c *LagCache) putDLQCounts(key string, counts map[string]int64) {
+func (c *LagCache) putDLQEntries(key string, entries map[string][]uint64) {
 	if c == nil {
 		return
 	}
@@ -79,9 +89,67 @@ func (c *LagCache) putDLQCounts(key string, counts map[string]int64) {
 		}
 	}
 	if c.dlq == nil {
-		c.dlq = map[string]map[string]int64{}
+		c.dlq = map[string]map[string][]uint64{}
 	}
-	c.dlq[key] = counts
+	c.dlq[key] = entries
+}
+
+// recorded returns (a copy of) what an earlier call read of filter from
+// the recorder, less what is below first, and the sequence to read on
+// from (first when nothing was read).
+func (c *LagCache) recorded(filter string, first uint64) ([]recordedAdvisory, uint64) {
+	if c == nil {
+		return nil, first
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.rec[filter]
+	if !ok {
+		return nil, first
+	}
+	var held []recordedAdvisory
+	for _, a := range r.held {
+		if a.recSeq >= first {
+			held = append(held, a)
+		}
+	}
+	return held, max(r.last+1, first)
+}
+
+func (c *LagCache) putRecorded(filter string, last uint64, held []recordedAdvisory) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rec == nil {
+		c.rec = map[string]recordedRead{}
+	}
+	c.rec[filter] = recordedRead{last: last, held: held}
+}
+
+// maxGone bounds the gone sequences a LagCache keeps.
+const maxGone = 100_000
+
+func (c *LagCache) gone(stream string, seq uint64) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goneSeqs[fmt.Sprintf("%s %d", stream, seq)]
+}
+
+func (c *LagCache) putGone(stream string, seq uint64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.goneSeqs == nil || len(c.goneSeqs) >= maxGone {
+		c.goneSeqs = map[string]bool{}
+	}
+	c.goneSeqs[fmt.Sprintf("%s %d", stream, seq)] = true
 }
 
 type lagEntry struct {
@@ -171,7 +239,7 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
-	streams, captures, err := selectStreams(ctx, js, cfg)
+	streams, captures, rec, err := selectStreams(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +267,7 @@ func List(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*State
 	for _, si := range streams {
 		infos[si.Config.Name] = si
 	}
-	if err := assess(ctx, js, api, states, infos, captures, cfg); err != nil {
+	if err := assess(ctx, js, api, states, infos, captures, rec, cfg); err != nil {
 		return nil, err
 	}
 	Sort(states, SortName)
@@ -274,14 +342,19 @@ func singleServerLeader(ctx context.Context, js jetstream.JetStream, listed []*j
 }
 
 // selectStreams returns the streams to list and, for those that have a
-// DLQ, their advisory capture streams (source stream → capture stream).
-func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*jetstream.StreamInfo, map[string]*jetstream.StreamInfo, error) {
+// DLQ, their advisory capture streams (source stream → capture stream),
+// and the event recorder (nil when there is none, or it cannot be read).
+func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) ([]*jetstream.StreamInfo, map[string]*jetstream.StreamInfo, *jetstream.StreamInfo, error) {
 	captures := map[string]*jetstream.StreamInfo{}
+	var rec *jetstream.StreamInfo
 	if len(cfg.Streams) == 0 {
 		var out []*jetstream.StreamInfo
 		keep := func(si *jetstream.StreamInfo) {
 			if si.Config.Metadata[dlq.MetaRole] == captureRole && si.Config.Metadata[dlq.MetaSource] != "" {
 				captures[si.Config.Metadata[dlq.MetaSource]] = si
+			}
+			if recorder.IsRecorder(&si.Config) {
+				rec = si
 			}
 			if cfg.All || !Hidden(&si.Config) {
 				out = append(out, si)
@@ -291,11 +364,11 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 			for _, si := range cfg.Listed {
 				keep(si)
 			}
-			return out, captures, nil
+			return out, captures, rec, nil
 		}
 		listed, missing, err := ListStreams(ctx, js)
 		if err != nil {
-			return nil, nil, fmt.Errorf("listing streams: %w", err)
+			return nil, nil, nil, fmt.Errorf("listing streams: %w", err)
 		}
 		for _, si := range listed {
 			keep(si)
@@ -308,11 +381,11 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 				continue // deleted meanwhile
 			}
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			keep(si)
 		}
-		return out, captures, nil
+		return out, captures, rec, nil
 	}
 
 	out := make([]*jetstream.StreamInfo, len(cfg.Streams))
@@ -336,13 +409,16 @@ func selectStreams(ctx context.Context, js jetstream.JetStream, cfg ListConfig) 
 	})
 	for i, err := range errs {
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if caps[i] != nil {
 			captures[cfg.Streams[i]] = caps[i]
 		}
 	}
-	return out, captures, nil
+	// The recorder, where the account has one: what cannot be read
+	// leaves the recorded dead letters out, as without one.
+	rec, _ = recorder.Find(ctx, js)
+	return out, captures, rec, nil
 }
 
 // StreamOrStub reads a stream's info; when no server holding the stream

@@ -82,9 +82,12 @@ type State struct {
 	// read this one figure.
 	AckFloorAgeSeconds *float64 `json:"ack_floor_age_seconds"`
 	// DeadLetters counts this consumer's dead letters (MaxDeliver
-	// reached, or terminated) that wait: captured by `jetctl dlq setup`
-	// and not yet swept, or swept into the DLQ and not yet redriven or
-	// purged. nil when no capture covers the consumer.
+	// reached, or terminated) that wait, each once (dead.go): swept into
+	// the DLQ and not yet redriven or purged, captured by `jetctl dlq
+	// setup` and not yet swept, or held by the recorder (`jetctl events
+	// record`) alone and still stored. nil when nothing jetctl reads
+	// would know of them: no capture covers the consumer, no recorder
+	// records its advisories, and the DLQ holds none of its.
 	DeadLetters *int64 `json:"dead_letters"`
 	Paused      bool   `json:"paused"`
 	// PausedUntil is when a paused consumer resumes; nil when not paused.
@@ -173,14 +176,25 @@ func (s *State) ThresholdNotes() []string { return append([]string{}, s.threshol
 // explain --exit-code passes.
 func (s *State) Healthy() bool { return !s.Severity.AtLeastWarning() }
 
-// deadWaiting is where a consumer's waiting dead letters are.
+// deadWaiting is where a consumer's waiting dead letters are (dead.go),
+// each counted once, where it is furthest along.
 type deadWaiting struct {
-	unswept, inDLQ int64
-	dlq            string
-	// exact is false when the DLQ was too large to read: every entry is
-	// then counted for each consumer with dead letters.
+	// inDLQ in the DLQ; unswept captured and not yet swept; recorded in
+	// the recorder only.
+	unswept, inDLQ, recorded int64
+	dlq                      string
+	// recorder names the recorder ("" without one); covered says a
+	// capture takes the consumer's advisories.
+	recorder string
+	covered  bool
+	// exact is false when a bound was reached (the DLQ too large to
+	// read: every entry is then counted for each consumer with dead
+	// letters; the recorder's advisories, or the gets that check them).
 	exact bool
 }
+
+// total is the consumer's dead letters that wait.
+func (w deadWaiting) total() int64 { return w.unswept + w.inDLQ + w.recorded }
 
 // Key identifies a consumer across polls: "STREAM > CONSUMER".
 func (s *State) Key() string { return s.Stream + " > " + s.Consumer }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetctl/jetctl/pkg/jsapi"
 	"github.com/jetctl/jetctl/pkg/recorder"
+	"github.com/jetctl/jetctl/pkg/retry"
 	"github.com/jetctl/jetctl/pkg/streamread"
 )
 
@@ -70,6 +74,85 @@ func OwnUntil(cfg *jetstream.StreamConfig) (uint64, bool) {
 	}
 	n, _ := strconv.ParseUint(cfg.Metadata[MetaOwnUntil], 10, 64)
 	return n, true
+}
+
+// MetaRecorderFrom, on a capture that reads the recorder, says from which
+// recorder sequence on the capture holds the advisories of each subject it
+// reads: "subject@seq" pairs, space-separated. Its sources say it too,
+// until --all-consumers replaces them by one that starts at the recorder's
+// next sequence: the pairs keep what the capture held before.
+const MetaRecorderFrom = "jetctl_dlq_recorder_from"
+
+// RecorderFrom maps each subject a capture reads from the recorder to the
+// first recorder sequence it holds of it (its sources' starts and
+// MetaRecorderFrom, the earliest). Empty for a capture that owns its
+// subjects.
+func RecorderFrom(cfg *jetstream.StreamConfig) map[string]uint64 {
+	out := map[string]uint64{}
+	if !ReadsRecorder(cfg) {
+		return out
+	}
+	keep := func(subject string, seq uint64) {
+		if have, ok := out[subject]; !ok || seq < have {
+			out[subject] = seq
+		}
+	}
+	for _, src := range cfg.Sources {
+		if src == nil || src.Name != recorder.Stream {
+			continue
+		}
+		start := max(src.OptStartSeq, 1)
+		if src.FilterSubject != "" {
+			keep(src.FilterSubject, start)
+		}
+		for _, t := range src.SubjectTransforms {
+			keep(t.Source, start)
+		}
+	}
+	for _, pair := range strings.Fields(cfg.Metadata[MetaRecorderFrom]) {
+		subject, seq, ok := strings.Cut(pair, "@")
+		if n, err := strconv.ParseUint(seq, 10, 64); ok && err == nil && subject != "" {
+			keep(subject, n)
+		}
+	}
+	return out
+}
+
+// setRecorderFrom writes from into cfg's MetaRecorderFrom.
+func setRecorderFrom(cfg *jetstream.StreamConfig, from map[string]uint64) {
+	pairs := make([]string, 0, len(from))
+	for subject, seq := range from {
+		pairs = append(pairs, subject+"@"+strconv.FormatUint(seq, 10))
+	}
+	slices.Sort(pairs)
+	// A copy: cfg may share its map with a stream's cached info.
+	md := maps.Clone(cfg.Metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	md[MetaRecorderFrom] = strings.Join(pairs, " ")
+	cfg.Metadata = md
+}
+
+// HoldsRecorded reports whether capture cfg holds (or, while it catches
+// up, will hold) the recorder's advisory at seq on subject: a subject it
+// reads from the recorder takes it, from a sequence at or before seq.
+func HoldsRecorded(cfg *jetstream.StreamConfig, subject string, seq uint64) bool {
+	for f, from := range RecorderFrom(cfg) {
+		if seq >= from && streamread.SubjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// HistoryStart is where a capture starts to take the recorder's history:
+// its first sequence (the next one when it holds nothing).
+func HistoryStart(rec *jetstream.StreamInfo) uint64 {
+	if rec.State.Msgs == 0 {
+		return rec.State.LastSeq + 1
+	}
+	return max(rec.State.FirstSeq, 1)
 }
 
 // IsCapture reports whether cfg is a capture stream made by dlq setup.
@@ -145,6 +228,60 @@ func nextSourceSeq(ctx context.Context, js jetstream.JetStream, info *jetstream.
 	return start, nil
 }
 
+// caughtUpWithin bounds how long caughtUp waits for the capture's sources.
+const caughtUpWithin = 10 * time.Second
+
+// caughtUp waits until capture holds every advisory the recorder holds on
+// subjects (exact subjects, read from the recorder by its sources): the
+// last one on each, in the recorder, is the last one on it in the capture
+// (the Nats-Stream-Source header names its recorder sequence). It returns
+// the recorder's next sequence as it was before the check: a source from
+// there misses none of theirs. A source that does not catch up within
+// caughtUpWithin is an error: nothing was changed.
+func caughtUp(ctx context.Context, js jetstream.JetStream, capture *jetstream.StreamInfo, subjects []string) (uint64, error) {
+	a := jsapi.New(js)
+	rec, err := js.Stream(ctx, recorder.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", recorder.Stream, err)
+	}
+	next := rec.CachedInfo().State.LastSeq + 1
+	name := capture.Config.Name
+	for deadline := time.Now().Add(caughtUpWithin); ; {
+		behind := ""
+		for _, s := range subjects {
+			last, err := a.MsgGet(ctx, recorder.Stream, jsapi.MsgGetRequest{LastFor: s})
+			if errors.Is(err, jsapi.ErrNoMessage) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("stream %q: %w", recorder.Stream, err)
+			}
+			held, err := a.MsgGet(ctx, name, jsapi.MsgGetRequest{LastFor: s})
+			switch {
+			case errors.Is(err, jsapi.ErrNoMessage):
+			case err != nil:
+				return 0, fmt.Errorf("stream %q: %w", name, err)
+			default:
+				if recorder.SourceHeaderSeq(held.Header.Get("Nats-Stream-Source")) >= last.Seq {
+					continue
+				}
+			}
+			if HoldsRecorded(&capture.Config, s, last.Seq) {
+				behind = s
+			}
+		}
+		if behind == "" {
+			return next, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("stream %q: it has not copied the recorder's advisories on %s yet (it reads %s); nothing was changed: run again", name, behind, recorder.Stream)
+		}
+		if err := retry.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+}
+
 // captureDetail says what a capture captures, for setup's table: its
 // subjects, or the recorder's it reads.
 func captureDetail(cfg *jetstream.StreamConfig) string {
@@ -173,4 +310,50 @@ func FiltersCover(filters []string, source, consumer string) bool {
 // the dead letters of consumer of stream.
 func Covers(cfg *jetstream.StreamConfig, stream, consumer string) bool {
 	return IsCapture(cfg) && cfg.Metadata[MetaSource] == stream && FiltersCover(CaptureFilters(cfg), stream, consumer)
+}
+
+// RecordedDeadLetters counts, by subject, the dead-letter advisories
+// (MAX_DELIVERIES and MSG_TERMINATED) the recorder holds of stream's
+// consumers ("*": of every stream's), from one info request filtered by
+// the server. Empty when rec is nil.
+func RecordedDeadLetters(ctx context.Context, js jetstream.JetStream, rec *jetstream.StreamInfo, stream string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	if rec == nil {
+		return out, nil
+	}
+	st, err := js.Stream(ctx, rec.Config.Name)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", rec.Config.Name, err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(advisoryPrefix+"*."+stream+".*"))
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", rec.Config.Name, err)
+	}
+	for subject, n := range info.State.Subjects {
+		if IsDeadLetterSubject(subject) {
+			out[subject] = n
+		}
+	}
+	return out, nil
+}
+
+const advisoryPrefix = "$JS.EVENT.ADVISORY.CONSUMER."
+
+// IsDeadLetterSubject reports whether subject is a consumer's
+// MAX_DELIVERIES or MSG_TERMINATED advisory subject.
+func IsDeadLetterSubject(subject string) bool {
+	kind, _, _ := strings.Cut(strings.TrimPrefix(subject, advisoryPrefix), ".")
+	return strings.HasPrefix(subject, advisoryPrefix) && (kind == "MAX_DELIVERIES" || kind == "MSG_TERMINATED")
+}
+
+// countRecorded sums counts over the subjects that match one of want and
+// none of except.
+func countRecorded(counts map[string]uint64, want, except []string) int {
+	n := 0
+	for subject, c := range counts {
+		if len(want) > 0 && streamread.SubjectMatchesAny(want, subject) && (len(except) == 0 || !streamread.SubjectMatchesAny(except, subject)) {
+			n += int(c)
+		}
+	}
+	return n
 }

@@ -103,12 +103,18 @@ func WireSize(m *nats.Msg) int64 {
 // redrive never repeats a rollup, batch, schedule or increment the
 // original publish performed. The redrive count is incremented and
 // Nats-Msg-Id set to msgID. Nats-TTL stays renamed here: the redrive sets
-// the copy's TTL by what is left of it (see redriveTTL).
+// the copy's TTL by what is left of it (see redriveTTL). Where the
+// message was first stored goes along (Jetctl-Dlq-Original-*: the copy's
+// own, or its Jetctl-Source-* the first time), so that a redriven message
+// that dies again still says it.
 func RedriveHeader(h nats.Header, redrives int, msgID string) nats.Header {
 	out := make(nats.Header, len(h)+2)
 	for k, vs := range h {
 		name, renamed := strings.CutPrefix(k, envelope.OrigPrefix)
 		switch {
+		case strings.HasPrefix(k, "Jetctl-Dlq-Original-"):
+			out[k] = slices.Clone(vs)
+			continue
 		case strings.HasPrefix(k, "Jetctl-Source-") || strings.HasPrefix(k, "Jetctl-Dlq-"):
 			continue
 		case !renamed && envelope.FateOf(envelope.CmdDLQ, k) == envelope.Own:
@@ -123,6 +129,14 @@ func RedriveHeader(h nats.Header, redrives int, msgID string) nats.Header {
 		default:
 			// rename, own, ttl and refuse: the original's stays aside.
 			out[envelope.OrigPrefix+name] = slices.Clone(vs)
+		}
+	}
+	if _, kept := out[HeaderOriginalStream]; !kept {
+		// Its first redrive: the copy's provenance is the original's.
+		for _, p := range originalFrom {
+			if v := h.Get(p[1]); v != "" {
+				out.Set(p[0], v)
+			}
 		}
 	}
 	out.Set(HeaderRedrives, strconv.Itoa(redrives+1))

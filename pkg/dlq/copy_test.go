@@ -45,6 +45,7 @@ func TestBuildCopyMatchesReference(t *testing.T) {
 		{"Nats-Msg-Id": {"orig"}, "Nats-Expected-Last-Subject-Sequence": {"3"}, "Nats-Rollup": {"sub"}},
 		{HeaderTermReason: {"stale"}, HeaderReason: {"old"}, envelope.SourceStream: {"X"}, HeaderSweptAt: {"then"}},
 		{"Jetctl-Orig-Nats-Msg-Id": {"older"}, "Nats-TTL": {"1h"}, "Empty": {""}},
+		{"Jetctl-Orig-Nats-Msg-Id": {"older"}, "Nats-Msg-Id": {"redrive:DLQ_ORDERS:3"}, HeaderOriginalSeq: {"2"}},
 	}
 	times := []time.Time{
 		time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
@@ -119,7 +120,7 @@ func TestRedriveHeaderFollowsHeaderTable(t *testing.T) {
 		t.Errorf("redrive count %q, id %q", got.Get(HeaderRedrives), got.Get("Nats-Msg-Id"))
 	}
 	for k := range got {
-		if strings.HasPrefix(k, "Jetctl-Source-") || (strings.HasPrefix(k, "Jetctl-Dlq-") && k != HeaderRedrives) {
+		if strings.HasPrefix(k, "Jetctl-Source-") || (strings.HasPrefix(k, "Jetctl-Dlq-") && k != HeaderRedrives && !strings.HasPrefix(k, "Jetctl-Dlq-Original-")) {
 			t.Errorf("the redrive carries the DLQ's %s", k)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetctl/jetctl/pkg/envelope"
 	"github.com/jetctl/jetctl/pkg/errkind"
 	"github.com/jetctl/jetctl/pkg/lease"
 )
@@ -32,6 +33,29 @@ const (
 	// source; a redriven message keeps it, so a second sweep sees it.
 	HeaderRedrives = "Jetctl-Dlq-Redrives"
 )
+
+// Where a dead letter was first stored, kept through any number of
+// rounds of redrive and death: a redrive writes them on the message it
+// sends (the DLQ copy's own, or the first time its Jetctl-Source-*), and
+// a sweep keeps them on the next DLQ copy, whose Jetctl-Source-* are the
+// redriven message that died (the one the sweep removes, whose TTL counts
+// from its own stored time). Absent on a message that died once: its
+// Jetctl-Source-* are the original's (Entry.Original* say so either way).
+const (
+	HeaderOriginalStream  = "Jetctl-Dlq-Original-Stream"
+	HeaderOriginalSeq     = "Jetctl-Dlq-Original-Seq"
+	HeaderOriginalSubject = "Jetctl-Dlq-Original-Subject"
+	HeaderOriginalTime    = "Jetctl-Dlq-Original-Time"
+)
+
+// originalFrom pairs each original-provenance header with the provenance
+// header of a first death it is taken from.
+var originalFrom = [4][2]string{
+	{HeaderOriginalStream, envelope.SourceStream},
+	{HeaderOriginalSeq, envelope.SourceSeq},
+	{HeaderOriginalSubject, envelope.SourceSubject},
+	{HeaderOriginalTime, envelope.SourceTime},
+}
 
 // Reasons a message is dead.
 const (

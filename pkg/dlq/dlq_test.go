@@ -86,6 +86,8 @@ func TestBuildCopyAndRedriveHeader(t *testing.T) {
 	want = map[string]string{
 		"Nats-Msg-Id": "redrive:DLQ_ORDERS:7", "Jetctl-Orig-Nats-Msg-Id": "orig",
 		"Jetctl-Orig-Nats-Expected-Last-Sequence": "41", "Jetctl-Orig-Nats-TTL": "1h", "Trace": "t1", "Jetctl-Dlq-Redrives": "2",
+		"Jetctl-Dlq-Original-Stream": "ORDERS", "Jetctl-Dlq-Original-Seq": "42", "Jetctl-Dlq-Original-Subject": "orders.paid",
+		"Jetctl-Dlq-Original-Time": "2026-01-02T03:04:05.000000006Z",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("redrive headers\n got %v\nwant %v", got, want)
@@ -116,5 +118,42 @@ func TestSubjects(t *testing.T) {
 	merged := mergeSubjects(AdvisorySubjects("S", []string{"a"}), AdvisorySubjects("S", nil))
 	if !reflect.DeepEqual(merged, AdvisorySubjects("S", nil)) {
 		t.Errorf("a wildcard should replace per-consumer subjects: %v", merged)
+	}
+}
+
+// A message redriven and dead again, twice: every DLQ copy says where it
+// was first stored (stream, sequence, subject, time) and keeps the
+// application's Nats-Msg-Id, whatever the order in which the headers are
+// copied; its Jetctl-Source-* are the redriven message that died, whose
+// sequence names its DLQ subject and whose time its TTL counts from.
+func TestOriginalSurvivesRedrivesAndDeaths(t *testing.T) {
+	n := DefaultNames("ORDERS", "")
+	first := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for try := range 50 { // map order varies from run to run
+		m := &envelope.Message{Stream: "ORDERS", Seq: 5, Subject: "orders.paid", Time: first,
+			Header: nats.Header{"Nats-Msg-Id": {"app-5"}, "Trace": {"t"}}, Data: []byte("poison")}
+		var entry Entry
+		for round := range 3 {
+			a := Advisory{Type: TypeMaxDeliver, Stream: "ORDERS", Consumer: "billing", StreamSeq: m.Seq, Deliveries: 3}
+			c := BuildCopy(n, m, a, m.Time.Add(time.Minute))
+			entry = EntryFrom(&envelope.Message{Stream: n.DLQ, Seq: uint64(round + 1), Subject: c.Subject, Header: c.Header, Data: c.Data})
+			if entry.OriginalStream != "ORDERS" || entry.OriginalSeq != 5 || entry.OriginalSubject != "orders.paid" || !entry.OriginalTime.Equal(first) {
+				t.Fatalf("try %d, death %d: original %s %d %s %v, want ORDERS 5 orders.paid %v", try, round+1,
+					entry.OriginalStream, entry.OriginalSeq, entry.OriginalSubject, entry.OriginalTime, first)
+			}
+			if got := c.Header.Get("Jetctl-Orig-Nats-Msg-Id"); got != "app-5" {
+				t.Fatalf("try %d, death %d: Jetctl-Orig-Nats-Msg-Id %q, want the application's app-5", try, round+1, got)
+			}
+			if entry.SourceSeq != m.Seq || c.Subject != n.DLQSubject(m.Seq) || entry.Redriven() != (round > 0) {
+				t.Fatalf("try %d, death %d: source seq %d, subject %s, redriven %v; the message that died is seq %d",
+					try, round+1, entry.SourceSeq, c.Subject, entry.Redriven(), m.Seq)
+			}
+			// Redriven: stored again further on, and dead again.
+			h := RedriveHeader(c.Header, entry.Redrives, RedriveMsgID(n.DLQ, entry.DLQSeq))
+			m = &envelope.Message{Stream: "ORDERS", Seq: m.Seq + 100, Subject: "orders.paid", Time: m.Time.Add(time.Hour), Header: h, Data: c.Data}
+		}
+		if entry.Redrives != 2 {
+			t.Fatalf("after two redrives the DLQ copy counts %d", entry.Redrives)
+		}
 	}
 }

@@ -5,8 +5,10 @@ package dlq_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -444,5 +446,209 @@ func TestFactInterestStreamDropsWhatNoConsumerReceives(t *testing.T) {
 	}
 	if got := stored(t, st); got != "" {
 		t.Fatalf("the stream holds %s; want nothing", got)
+	}
+}
+
+// The first update of a consumer after the server restarted is applied,
+// and the server's reply carries the config the consumer had before it:
+// the server answers a create or update with the info it kept when it
+// made the consumer (its "initial info", meant for the reply to the
+// create), and a consumer recovered at a restart keeps one nobody took.
+// nats.go's UpdateConsumer checks the reply's filter_subjects and fails
+// with "multiple consumer filter subjects not supported by nats-server",
+// although the server holds the new filters; the second update's reply is
+// right. That is why dlq setup --retry-subject judges an update by what
+// the server holds, read back (retry.go), not by the reply.
+func TestFactFirstUpdateAfterRestartRepliesTheOldConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := embeddedtest.Start(t)
+	js := embeddedtest.Reconnecting(t, c)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>", "retry.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := jetstream.ConsumerConfig{Durable: "mailer", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "orders.>"}
+	if _, err := js.CreateConsumer(ctx, "ORDERS", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	waitConsumer(t, ctx, js, "ORDERS", "mailer")
+
+	// The raw reply to the update: the old single filter.
+	update := cfg
+	update.FilterSubject, update.FilterSubjects = "", []string{"orders.>", "retry.>"}
+	reply := updateRaw(t, ctx, js, "ORDERS", update)
+	if reply.Config.FilterSubject != "orders.>" || len(reply.Config.FilterSubjects) != 0 {
+		t.Errorf("the reply to the first update after a restart carries filter %q, filters %v; want the old config (orders.>, none): the server changed, see retry.go",
+			reply.Config.FilterSubject, reply.Config.FilterSubjects)
+	}
+	// What the server holds: the new filters.
+	if got := held(t, ctx, js, "ORDERS", "mailer"); !slices.Equal(got, []string{"orders.>", "retry.>"}) {
+		t.Errorf("after the first update the server holds filters %v, want [orders.> retry.>]", got)
+	}
+	// The second update's reply is right, and nats.go is content.
+	if _, err := js.UpdateConsumer(ctx, "ORDERS", update); err != nil {
+		t.Errorf("the second update: %v", err)
+	}
+
+	// nats.go's own update fails the same way on a consumer recovered at
+	// a restart, though the server applies it.
+	if _, err := js.CreateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "orders.>"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	waitConsumer(t, ctx, js, "ORDERS", "billing")
+	update.Durable = "billing"
+	if _, err := js.UpdateConsumer(ctx, "ORDERS", update); !errors.Is(err, jetstream.ErrConsumerMultipleFilterSubjectsNotSupported) {
+		t.Errorf("nats.go's first update after a restart: %v, want %v", err, jetstream.ErrConsumerMultipleFilterSubjectsNotSupported)
+	}
+	if got := held(t, ctx, js, "ORDERS", "billing"); !slices.Equal(got, []string{"orders.>", "retry.>"}) {
+		t.Errorf("after nats.go's update the server holds filters %v, want [orders.> retry.>]", got)
+	}
+}
+
+// waitConsumer waits until the restarted server answers for the consumer.
+func waitConsumer(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, name string) {
+	t.Helper()
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.Consumer(try, stream, name)
+		cancel()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("stream %q: consumer %q after the restart: %v", stream, name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// updateRaw sends an update request and returns the server's reply.
+func updateRaw(t *testing.T, ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) *jetstream.ConsumerInfo {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"stream_name": stream, "config": cfg, "action": "update"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := js.Conn().RequestWithContext(ctx, "$JS.API.CONSUMER.CREATE."+stream+"."+cfg.Durable, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply struct {
+		jetstream.ConsumerInfo
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if reply.Error != nil {
+		t.Fatalf("update: %v", reply.Error)
+	}
+	return &reply.ConsumerInfo
+}
+
+// held are the filter subjects the server holds for the consumer.
+func held(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, name string) []string {
+	t.Helper()
+	cons, err := js.Consumer(ctx, stream, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cons.CachedInfo().Config
+	if cfg.FilterSubject != "" {
+		return []string{cfg.FilterSubject}
+	}
+	return cfg.FilterSubjects
+}
+
+// A capture that reads the recorder (capture_source.go) is a stream
+// sourcing it, filtered by subject transforms. Its history rests on what
+// the server does with a source's start: a source from sequence 1 copies
+// every matching message the origin still holds (a start below the
+// origin's first sequence starts there), once each, then goes on with new
+// ones; and a second source of the same origin with other filters, added
+// later, copies its own history from its start while the first goes on
+// where it was (nothing it copied comes twice). That is how dlq setup
+// captures the dead letters the recorder held before the capture existed,
+// for the sweep to take (docs/dlq.md, "Dead letters the recorder holds").
+func TestFactSourceCopiesTheOriginsHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := embeddedtest.JetStream(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "REC", Subjects: []string{"adv.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	pub := func(subject string, n int) {
+		for range n {
+			if _, err := js.Publish(ctx, subject, []byte("old")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pub("adv.dead.a", 3)
+	pub("adv.nak.a", 5)
+	pub("adv.dead.b", 2)
+	// The oldest two are gone: the origin starts at seq 3.
+	rec, err := js.Stream(ctx, "REC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Purge(ctx, jetstream.WithPurgeSequence(3)); err != nil {
+		t.Fatal(err)
+	}
+	source := func(filter string, start uint64) *jetstream.StreamSource {
+		return &jetstream.StreamSource{Name: "REC", OptStartSeq: start, SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: filter}}}
+	}
+	cfg := jetstream.StreamConfig{Name: "CAP", Sources: []*jetstream.StreamSource{source("adv.dead.a", 1)}}
+	capture, err := js.CreateStream(ctx, cfg)
+	if err != nil {
+		t.Fatalf("a source from seq 1, below the origin's first: %v", err)
+	}
+	waitMsgs(t, capture, 1) // seq 3, the one of a's three left
+	pub("adv.dead.a", 1)
+	waitMsgs(t, capture, 2)
+
+	// A second source of REC for b, from seq 1: b's history comes, a's
+	// does not come again.
+	cfg.Sources = append(cfg.Sources, source("adv.dead.b", 1))
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("a second source of the same stream with another filter: %v", err)
+	}
+	waitMsgs(t, capture, 4)
+	// A new message of each after it: a source delivers in the origin's
+	// order, so a's history, had it come again, would be here before it.
+	for _, subject := range []string{"adv.dead.a", "adv.dead.b"} {
+		if _, err := js.Publish(ctx, subject, []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, subject := range []string{"adv.dead.a", "adv.dead.b"} {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			m, err := capture.GetLastMsgForSubject(ctx, subject)
+			if err == nil && string(m.Data) == "new" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the new message on %s never reached the capture: %v", subject, err)
+			}
+		}
+	}
+	si, err := capture.Info(ctx, jetstream.WithSubjectFilter("adv.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.State.Msgs != 6 || si.State.Subjects["adv.dead.a"] != 3 || si.State.Subjects["adv.dead.b"] != 3 || si.State.Subjects["adv.nak.a"] != 0 {
+		t.Errorf("the capture holds %d messages by subject %v, want a 3 (one of its history, two new), b 3 (two of its history, one new), no nak", si.State.Msgs, si.State.Subjects)
 	}
 }

@@ -34,6 +34,13 @@ type Entry struct {
 	// PayloadOmitted is the size of a payload too large to copy: the DLQ
 	// message holds the headers only, the payload is in the source.
 	PayloadOmitted int `json:"payload_omitted"`
+	// Where the message was first stored, through any number of rounds
+	// of redrive and death (the Jetctl-Dlq-Original-* headers); for a
+	// message that died once, its source.
+	OriginalStream  string    `json:"original_stream"`
+	OriginalSeq     uint64    `json:"original_seq"`
+	OriginalSubject string    `json:"original_subject"`
+	OriginalTime    time.Time `json:"original_time"`
 	// Message is the stored DLQ message.
 	Message *envelope.Message `json:"-"`
 }
@@ -61,7 +68,20 @@ func EntryFrom(m *envelope.Message) Entry {
 	} else {
 		e.SweptAt = m.Time
 	}
+	e.OriginalStream, e.OriginalSeq, e.OriginalSubject = e.SourceStream, e.SourceSeq, e.Subject
+	e.OriginalTime, _ = time.Parse(time.RFC3339Nano, get(envelope.SourceTime))
+	if s := get(HeaderOriginalStream); s != "" {
+		e.OriginalStream, e.OriginalSubject = s, get(HeaderOriginalSubject)
+		e.OriginalSeq, _ = strconv.ParseUint(get(HeaderOriginalSeq), 10, 64)
+		e.OriginalTime, _ = time.Parse(time.RFC3339Nano, get(HeaderOriginalTime))
+	}
 	return e
+}
+
+// Redriven reports whether the message died after a redrive: where it
+// was first stored is not its source.
+func (e Entry) Redriven() bool {
+	return e.OriginalStream != e.SourceStream || e.OriginalSeq != e.SourceSeq
 }
 
 // Generic is the entry as jq programs (--filter) see it: its JSON fields,
@@ -73,7 +93,8 @@ func (e Entry) Generic() map[string]any {
 		"source_seq": int(e.SourceSeq), "subject": e.Subject, "consumer": e.Consumer, "reason": e.Reason,
 		"term_reason": e.TermReason, "deliveries": int(e.Deliveries),
 		"swept_at": e.SweptAt.UTC().Format(time.RFC3339Nano), "redrives": e.Redrives, "size": e.Size,
-		"payload_omitted": e.PayloadOmitted,
+		"payload_omitted": e.PayloadOmitted, "original_stream": e.OriginalStream, "original_seq": int(e.OriginalSeq),
+		"original_subject": e.OriginalSubject, "original_time": e.OriginalTime.UTC().Format(time.RFC3339Nano),
 	}
 	for _, k := range []string{"headers", "data", "data_b64"} {
 		if v, ok := g[k]; ok {

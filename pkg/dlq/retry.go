@@ -187,8 +187,8 @@ func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySe
 			if len(ch.filters) == 1 {
 				cc.FilterSubject, cc.FilterSubjects = ch.filters[0], nil
 			}
-			if _, err := js.UpdateConsumer(ctx, cfg.Stream, cc); err != nil {
-				return nil, fmt.Errorf("stream %q: consumer %q: filter subjects: %w", cfg.Stream, ch.name, err)
+			if err := updateFilters(ctx, js, cfg.Stream, cc, ch.filters); err != nil {
+				return nil, err
 			}
 		}
 		out = append(out, res)
@@ -200,6 +200,45 @@ func SetupRetrySubjects(ctx context.Context, js jetstream.JetStream, cfg RetrySe
 		out = append(out, streamRes)
 	}
 	return out, nil
+}
+
+// updateFilters updates a consumer to cfg, whose filters are filters, and
+// judges the update by what the server then holds, read back: the reply
+// to the first update of a consumer after a server restart carries the
+// config it had before (TestFactFirstUpdateAfterRestartRepliesTheOldConfig),
+// and nats.go, seeing no filter_subjects there, fails with "multiple
+// consumer filter subjects not supported by nats-server" although the
+// server applied the update. A server that really lacks them (before
+// 2.10) holds other filters than asked, and that is the error.
+func updateFilters(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, filters []string) error {
+	name := cfg.Durable
+	if name == "" {
+		name = cfg.Name
+	}
+	_, err := js.UpdateConsumer(ctx, stream, cfg)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerMultipleFilterSubjectsNotSupported) {
+		return fmt.Errorf("stream %q: consumer %q: filter subjects: %w", stream, name, err)
+	}
+	c, rerr := js.Consumer(ctx, stream, name)
+	if rerr != nil {
+		return fmt.Errorf("stream %q: consumer %q: reading the filter subjects back after the update: %w", stream, name, rerr)
+	}
+	held := ConsumerFilters(c.CachedInfo().Config)
+	if !sameSet(held, filters) {
+		if err != nil {
+			return fmt.Errorf("stream %q: consumer %q: filter subjects: %w (the server holds %s)", stream, name, err, strings.Join(held, ", "))
+		}
+		return fmt.Errorf("stream %q: consumer %q: filter subjects: the server holds %s after the update, not %s", stream, name, strings.Join(held, ", "), strings.Join(filters, ", "))
+	}
+	return nil
+}
+
+// sameSet reports whether a and b hold the same subjects, in any order.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 // othersReceiving names the consumers other than consumer whose filters

@@ -55,6 +55,27 @@ type SetupResult struct {
 	// CapturedConsumers are the consumers whose advisories the capture
 	// stream holds after this run ("*": every consumer of the stream).
 	CapturedConsumers []string `json:"captured_consumers"`
+	// RecorderHistory is set when the capture reads the recorder and
+	// starts capturing consumers now (NewlyCaptured).
+	RecorderHistory *RecorderHistory `json:"recorder_history,omitempty"`
+}
+
+// RecorderHistory is what the recorder (jetctl events record) held of the
+// newly captured consumers' dead letters when setup ran.
+type RecorderHistory struct {
+	// Stream is the recorder, Start its oldest event: what happened
+	// before was never recorded.
+	Stream string    `json:"stream"`
+	Start  time.Time `json:"start"`
+	// Advisories counts the dead-letter advisories (MAX_DELIVERIES and
+	// MSG_TERMINATED) of NewlyCaptured it held.
+	Advisories int `json:"advisories"`
+	// Captured: the capture starts at the recorder's history and holds
+	// them, for the next sweep. False where --all-consumers widened a
+	// capture of named consumers: the other consumers' stay in the
+	// recorder (a source cannot start one subject's history without
+	// taking the named consumers' again).
+	Captured bool `json:"captured"`
 }
 
 // Setup creates what is missing and verifies what exists. Run again, it
@@ -150,9 +171,16 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 			Metadata:    map[string]string{MetaSource: cfg.Stream, MetaRole: roleCapture, MetaDLQ: n.DLQ},
 		}
 		if rec != nil {
-			// From the recorder's next advisory on: what it held
-			// before setup is not replayed into the capture.
-			ReadRecorder(&sc, want, rec.State.LastSeq+1)
+			// From the recorder's history on: the dead letters it
+			// recorded before the capture existed are captured too,
+			// and the sweep takes them as any other
+			// (TestFactSourceCopiesTheOriginsHistory).
+			start := HistoryStart(rec)
+			ReadRecorder(&sc, want, start)
+			setRecorderFrom(&sc, fromSeq(want, start))
+			if res.RecorderHistory, err = recorderHistory(ctx, js, rec, cfg.Stream, want, nil, true); err != nil {
+				return nil, err
+			}
 		}
 		detail := captureDetail(&sc)
 		if cfg.DryRun {
@@ -188,11 +216,9 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 				}
 			}
 			if ReadsRecorder(&cc) {
-				start, err := nextSourceSeq(ctx, js, capture.CachedInfo())
-				if err != nil {
+				if err := widenRecorderCapture(ctx, js, rec, capture.CachedInfo(), &cc, have, subjects, res); err != nil {
 					return nil, err
 				}
-				ReadRecorder(&cc, subjects, start)
 			} else {
 				cc.Subjects = subjects
 			}
@@ -239,6 +265,84 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg SetupConfig) (*Setup
 		add("stream", n.DLQ, setupresult.ActionCreated, n.SubjectPrefix+".>")
 	}
 	return res, nil
+}
+
+// widenRecorderCapture gives cc, a capture that reads the recorder, the
+// subjects it had (have) and more. Consumers named for the first time get
+// a source of their own that starts at the recorder's history; the
+// sources there are go on where they are, so nothing they copied comes
+// again (TestFactSourceCopiesTheOriginsHistory). A wildcard that replaces
+// named consumers' subjects (--all-consumers) cannot start at the history:
+// it would take the named consumers' advisories a second time, and a
+// dead letter redriven or purged since would be swept again. Once the
+// capture holds every advisory of the named consumers the recorder holds
+// (caughtUp), its source starts at the recorder's next sequence: nothing
+// of theirs is missed, the other consumers' recorded dead letters stay in
+// the recorder (res.RecorderHistory says how many), and MetaRecorderFrom
+// keeps what the replaced sources held.
+func widenRecorderCapture(ctx context.Context, js jetstream.JetStream, rec, info *jetstream.StreamInfo, cc *jetstream.StreamConfig, have, subjects []string, res *SetupResult) error {
+	from := RecorderFrom(cc)
+	var added []string
+	kept := true
+	for _, s := range subjects {
+		if !slices.Contains(have, s) {
+			added = append(added, s)
+		}
+	}
+	for _, s := range have {
+		kept = kept && slices.Contains(subjects, s)
+	}
+	if kept && rec != nil {
+		start := HistoryStart(rec)
+		cc.Sources = append(cc.Sources, RecorderSource(added, start))
+		for s, seq := range fromSeq(added, start) {
+			from[s] = seq
+		}
+		setRecorderFrom(cc, from)
+		var err error
+		res.RecorderHistory, err = recorderHistory(ctx, js, rec, res.Stream, added, nil, true)
+		return err
+	}
+	var start uint64
+	var err error
+	if rec == nil {
+		start, err = nextSourceSeq(ctx, js, info)
+	} else {
+		start, err = caughtUp(ctx, js, info, have)
+	}
+	if err != nil {
+		return err
+	}
+	ReadRecorder(cc, subjects, start)
+	for _, s := range added {
+		from[s] = start
+	}
+	setRecorderFrom(cc, from)
+	res.RecorderHistory, err = recorderHistory(ctx, js, rec, res.Stream, added, have, false)
+	return err
+}
+
+// fromSeq maps each subject to seq.
+func fromSeq(subjects []string, seq uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(subjects))
+	for _, s := range subjects {
+		out[s] = seq
+	}
+	return out
+}
+
+// recorderHistory says what the recorder holds of the dead letters on
+// subjects (none of except) of stream; nil without a recorder.
+func recorderHistory(ctx context.Context, js jetstream.JetStream, rec *jetstream.StreamInfo, stream string, subjects, except []string, captured bool) (*RecorderHistory, error) {
+	if rec == nil {
+		return nil, nil
+	}
+	counts, err := RecordedDeadLetters(ctx, js, rec, stream)
+	if err != nil {
+		return nil, err
+	}
+	n := countRecorded(counts, subjects, except)
+	return &RecorderHistory{Stream: rec.Config.Name, Start: rec.State.FirstTime, Advisories: n, Captured: captured}, nil
 }
 
 // ValidateSetup refuses names the server would refuse, or that would make

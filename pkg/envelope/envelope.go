@@ -70,11 +70,18 @@ func CopyHeader(h nats.Header, extra int) nats.Header {
 
 // CopyHeaderInto adds CopyHeader's copy of h to out: a publisher that
 // reuses its header maps (replay --to) copies without allocating a map.
+// A header the server acts on whose Jetctl-Orig-<Name> h holds already
+// (a copy of a copy: a redriven dead letter carries the redrive's own
+// Nats-Msg-Id and the application's set aside) is left out: the earlier
+// original's stays, whatever the map's order.
 func CopyHeaderInto(out, h nats.Header) {
 	for k, vs := range h {
 		name := k
 		if IsServerHeader(k) {
 			name = OrigPrefix + k
+			if _, earlier := h[name]; earlier {
+				continue
+			}
 		}
 		out[name] = append([]string(nil), vs...)
 	}

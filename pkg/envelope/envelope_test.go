@@ -76,6 +76,23 @@ func TestCopyAndRestoreHeader(t *testing.T) {
 	}
 }
 
+// A copy of a copy holds a header the server acts on under both names:
+// a redriven dead letter carries the redrive's own Nats-Msg-Id and the
+// application's as Jetctl-Orig-Nats-Msg-Id. The application's stays,
+// whatever the order in which the map is walked.
+func TestCopyHeaderKeepsTheEarlierOriginal(t *testing.T) {
+	h := nats.Header{"Nats-Msg-Id": {"redrive:DLQ_ORDERS:3"}, OrigPrefix + "Nats-Msg-Id": {"app-5"}, "App": {"x"}}
+	for range 100 {
+		c := CopyHeader(h, 0)
+		if got := c[OrigPrefix+"Nats-Msg-Id"]; len(got) != 1 || got[0] != "app-5" {
+			t.Fatalf("copy: %s %q, want [app-5]", OrigPrefix+"Nats-Msg-Id", got)
+		}
+		if _, ok := c["Nats-Msg-Id"]; ok || c.Get("App") != "x" || len(c) != 2 {
+			t.Fatalf("copy %v", c)
+		}
+	}
+}
+
 func TestGenericDecodesJSONData(t *testing.T) {
 	g := (&Message{Subject: "s", Data: []byte(`{"n": 12345678901234567890, "s": "x"}`)}).Generic()
 	q, err := gojq.Parse(`[.data.n + 0, (.data.n | tostring), .data.s]`)

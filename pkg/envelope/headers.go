@@ -122,7 +122,7 @@ var HeaderTable = []HeaderRule{
 			c(Own, "each copy carries jetctl's own id (prefix:stream:seq:subject), so a rerun stores nothing twice"),
 			mirrorCp,
 			c(Rename, "sequences are kept, so no id is needed"),
-			c(Own, "the dead letter's id is jetctl's (stream, consumer, sequence)"),
+			c(Own, "the dead letter's id is jetctl's (stream, consumer, sequence); a redriven message's own id is dropped, the application's stays renamed (TestCopyHeaderKeepsTheEarlierOriginal)"),
 			c(Own, "the redrive's id is jetctl's (dlq stream and sequence, redrive count): a rerun inside the window stores nothing twice"),
 			kvKeep,
 		},
