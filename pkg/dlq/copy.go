@@ -24,7 +24,7 @@ import (
 // tests is the plain form it is held to).
 func BuildCopy(n Names, m *envelope.Message, a Advisory, sweptAt time.Time) *nats.Msg {
 	// Room for the provenance and the seven headers below.
-	h := envelope.CopyHeader(m.Header, 4+7)
+	h := envelope.CopyHeader(envelope.CmdDLQ, m.Header, 4+7)
 	var buf [256]byte
 	b := append(append(buf[:0], n.SubjectPrefix...), '.')
 	seqAt := len(b)

@@ -19,7 +19,7 @@ import (
 // buildCopyReference is BuildCopy written plainly, a header set each: what
 // the hand-written BuildCopy is held to.
 func buildCopyReference(n Names, m *envelope.Message, a Advisory, sweptAt time.Time) *nats.Msg {
-	h := envelope.CopyHeader(m.Header, 4+7)
+	h := envelope.CopyHeader(envelope.CmdDLQ, m.Header, 4+7)
 	envelope.SetProvenance(h, m)
 	h.Set(HeaderConsumer, a.Consumer)
 	h.Set(HeaderReason, a.DeadReason())

@@ -42,44 +42,54 @@ const (
 	OrigPrefix = "Jetctl-Orig-"
 )
 
-// IsServerHeader reports whether the server acts on header name (exact
-// case, as the server matches it) when a message is published, or writes
-// it on stored messages: the headers a copy moves aside to
-// Jetctl-Orig-<Name>, those the header table (HeaderTable) has a dead
-// letter rename.
-func IsServerHeader(name string) bool {
+// Renames reports whether command cmd's copy keeps header name (exact
+// case, as the server matches it) aside, as Jetctl-Orig-<Name>, where the
+// server does not act on it and a reader still finds it: its fate in
+// cmd's column of the header table is rename, own (the command then sets
+// its own value), ttl (the command then sets what --ttl gives) or refuse
+// (a command refuses such a message before sending anything; were one to
+// reach a copy, it would still not act).
+func Renames(cmd Command, name string) bool {
 	if len(name) < 5 || name[:5] != "Nats-" {
 		return false
 	}
-	r, ok := Rule(name)
-	if !ok {
-		return false
+	switch FateOf(cmd, name) {
+	case Rename, Own, TTL, Refuse:
+		return true
 	}
-	f := r.Cells[CmdDLQ].Fate
-	return f == Rename || f == Own
+	return false
 }
 
-// CopyHeader returns a copy of h that is safe to publish: headers the
-// server acts on move to Jetctl-Orig-<Name>. The copy has room for extra
-// more headers (the caller's provenance) without growing.
-func CopyHeader(h nats.Header, extra int) nats.Header {
+// CopyHeader returns the copy of h that command cmd publishes, as its
+// column of the header table says (CopyHeaderInto). The copy has room for
+// extra more headers (the caller's provenance) without growing.
+func CopyHeader(cmd Command, h nats.Header, extra int) nats.Header {
 	out := make(nats.Header, len(h)+extra)
-	CopyHeaderInto(out, h)
+	CopyHeaderInto(cmd, out, h)
 	return out
 }
 
-// CopyHeaderInto adds CopyHeader's copy of h to out: a publisher that
-// reuses its header maps (replay --to) copies without allocating a map.
-// A header the server acts on whose Jetctl-Orig-<Name> h holds already
-// (a copy of a copy: a redriven dead letter carries the redrive's own
-// Nats-Msg-Id and the application's set aside) is left out: the earlier
-// original's stays, whatever the map's order.
-func CopyHeaderInto(out, h nats.Header) {
+// CopyHeaderInto adds to out the headers of h as command cmd's column of
+// the header table says (docs/headers.md): those it renames (Renames) go
+// to Jetctl-Orig-<Name>, those it drops are left out, and every other
+// header (keep, markers, read, and those the table does not name) goes
+// under its own name. A publisher that reuses its header maps (replay
+// --to) copies without allocating a map. A renamed header whose
+// Jetctl-Orig-<Name> h holds already (a copy of a copy: a redriven dead
+// letter carries the redrive's own Nats-Msg-Id and the application's set
+// aside) is left out: the earlier original's stays, whatever the map's
+// order.
+func CopyHeaderInto(cmd Command, out, h nats.Header) {
 	for k, vs := range h {
 		name := k
-		if IsServerHeader(k) {
-			name = OrigPrefix + k
-			if _, earlier := h[name]; earlier {
+		if len(k) >= 5 && k[:5] == "Nats-" {
+			switch FateOf(cmd, k) {
+			case Rename, Own, TTL, Refuse:
+				name = OrigPrefix + k
+				if _, earlier := h[name]; earlier {
+					continue
+				}
+			case Drop:
 				continue
 			}
 		}

@@ -60,7 +60,7 @@ func TestBinaryUsesBase64(t *testing.T) {
 
 func TestCopyAndRestoreHeader(t *testing.T) {
 	h := nats.Header{"Nats-Msg-Id": {"1"}, "Nats-Expected-Last-Sequence": {"4"}, "Nats-TTL": {"1m"}, "App": {"x", "y"}}
-	c := CopyHeader(h, 4)
+	c := CopyHeader(CmdDLQ, h, 4)
 	for _, name := range []string{"Nats-Msg-Id", "Nats-Expected-Last-Sequence", "Nats-TTL"} {
 		if _, ok := c[name]; ok {
 			t.Errorf("copy keeps %s", name)
@@ -83,7 +83,7 @@ func TestCopyAndRestoreHeader(t *testing.T) {
 func TestCopyHeaderKeepsTheEarlierOriginal(t *testing.T) {
 	h := nats.Header{"Nats-Msg-Id": {"redrive:DLQ_ORDERS:3"}, OrigPrefix + "Nats-Msg-Id": {"app-5"}, "App": {"x"}}
 	for range 100 {
-		c := CopyHeader(h, 0)
+		c := CopyHeader(CmdDLQ, h, 0)
 		if got := c[OrigPrefix+"Nats-Msg-Id"]; len(got) != 1 || got[0] != "app-5" {
 			t.Fatalf("copy: %s %q, want [app-5]", OrigPrefix+"Nats-Msg-Id", got)
 		}

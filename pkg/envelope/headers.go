@@ -111,7 +111,7 @@ var (
 // HeaderTable is the one list of headers the 2.11–2.15 servers act on when
 // a message is published, or write on stored messages, and what every
 // jetctl command that moves or reads messages does with each. The code
-// asks it (FateOf, IsServerHeader); docs/headers.md is generated from it
+// asks it (FateOf, Renames, CopyHeaderInto); docs/headers.md is generated from it
 // (TestHeaderDoc); the fact tests named pin each server behaviour.
 var HeaderTable = []HeaderRule{
 	{

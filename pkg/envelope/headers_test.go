@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetctl/jetctl/pkg/envelope"
+	"github.com/jetctl/jetctl/pkg/envelope/envelopetest"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/headers.md's table from envelope.HeaderTable")
@@ -102,25 +103,40 @@ func TestServerHeadersCovered(t *testing.T) {
 		server.JSLastConsumerSeq, server.JSLastStreamSeq, server.JSConsumerStalled, server.JSResponseType, server.JSMsgSize,
 		server.JSStream, server.JSSequence, server.JSTimeStamp, server.JSSubject, server.JSLastSequence, server.JSNumPending, server.JSUpToSequence,
 	} {
-		if envelope.IsServerHeader(h) {
-			t.Errorf("%s is renamed by copies, but the server does not act on it", h)
+		for _, cmd := range envelope.Commands {
+			if envelope.Renames(cmd, h) {
+				t.Errorf("%s: %s is renamed, but the server does not act on it", cmd, h)
+			}
 		}
 	}
 }
 
-// The copy a dead letter, replay --to and migrate's copy make renames
-// every header the table has renamed, and nothing else.
+// Every command's copy (CopyHeader) gives each header its column's fate:
+// renamed where the command renames it, sets its own or its --ttl, or
+// refuses the message; left out where it drops it; kept otherwise, and
+// so are the headers the table does not name.
 func TestCopyHeaderFollowsTable(t *testing.T) {
-	h := nats.Header{
-		"Nats-Rollup": {"sub"}, "Nats-TTL": {"1h"}, "Nats-Incr": {"1"}, "Nats-Stream-Source": {"X 1 > >"},
-		"Nats-Trace-Only": {"true"}, "Nats-Schedule-Next": {"purge"}, "Nats-Scheduler": {"S"}, "Nats-Batch-Commit": {"1"},
-		"Nats-Required-Api-Level": {"2"}, "KV-Operation": {"DEL"}, "traceparent": {"00-x"}, "App": {"a"},
-	}
-	got := envelope.CopyHeader(h, 0)
-	for k, vs := range h {
-		renamed := envelope.FateOf(envelope.CmdDLQ, k) == envelope.Rename
-		if renamed != (got.Get(envelope.OrigPrefix+k) == vs[0] && got.Get(k) == "") {
-			t.Errorf("%s: copy %v (renamed by the table: %v)", k, got, renamed)
+	h := envelopetest.EveryHeader()
+	h["KV-Operation"] = []string{"DEL"}
+	h["traceparent"] = []string{"00-x"}
+	for _, cmd := range envelope.Commands {
+		got := envelope.CopyHeader(cmd, h, 0)
+		for k, vs := range h {
+			renamed, kept := got.Get(envelope.OrigPrefix+k) == vs[0] && got.Get(k) == "", got.Get(k) == vs[0]
+			switch envelope.FateOf(cmd, k) {
+			case envelope.Rename, envelope.Own, envelope.TTL, envelope.Refuse:
+				if !renamed {
+					t.Errorf("%s: %s not renamed: %v", cmd, k, got)
+				}
+			case envelope.Drop:
+				if len(got[k])+len(got[envelope.OrigPrefix+k]) > 0 {
+					t.Errorf("%s: %s not dropped: %v", cmd, k, got)
+				}
+			default:
+				if !kept {
+					t.Errorf("%s: %s not kept: %v", cmd, k, got)
+				}
+			}
 		}
 	}
 }
@@ -146,7 +162,7 @@ func TestParseTTL(t *testing.T) {
 func TestApplyTTL(t *testing.T) {
 	stored := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	orig := nats.Header{"Nats-TTL": {"60s"}}
-	copyOf := func() nats.Header { return envelope.CopyHeader(orig, 0) }
+	copyOf := func() nats.Header { return envelope.CopyHeader(envelope.CmdDLQ, orig, 0) }
 	for _, c := range []struct {
 		mode     envelope.TTLMode
 		after    time.Duration
@@ -166,7 +182,7 @@ func TestApplyTTL(t *testing.T) {
 		}
 	}
 	never := nats.Header{"Nats-TTL": {"never"}}
-	out := envelope.CopyHeader(never, 0)
+	out := envelope.CopyHeader(envelope.CmdDLQ, never, 0)
 	if skip, err := envelope.ApplyTTL(out, never, stored, stored.Add(1000*time.Hour), envelope.TTLRemaining); skip || err != nil || out.Get("Nats-TTL") != "never" {
 		t.Errorf("never: %v %v %v", skip, out, err)
 	}

@@ -593,7 +593,7 @@ func encodeHeader(h nats.Header, t, now time.Time, ttl envelope.TTLMode) nats.He
 			// the copy again. A mirror drops them too.
 			continue
 		}
-		if envelope.IsServerHeader(k) {
+		if envelope.Renames(envelope.CmdCopy, k) {
 			server = append(server, k)
 			continue
 		}

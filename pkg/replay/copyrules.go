@@ -82,29 +82,8 @@ func (c *PublishConfig) skipOf(m *envelope.Message, now time.Time) Skip {
 	return SkipNone
 }
 
-// copyHeaderInto adds h's headers to out as replay --to's column of the
-// header table says (envelope.CmdRepublish, docs/headers.md): a header
-// whose fate is rename, own or ttl moves to Jetctl-Orig-<Name> (the
-// publisher then sets its own Nats-Msg-Id, and applyTTL the Nats-TTL that
-// --ttl gives), drop leaves it out, and every other header (keep, markers,
-// and those the table does not name) goes under its own name.
-// TestCopyFollowsHeaderTable holds it to the column.
-func copyHeaderInto(out, h nats.Header) {
-	for k, vs := range h {
-		name := k
-		if strings.HasPrefix(k, "Nats-") {
-			switch envelope.FateOf(envelope.CmdRepublish, k) {
-			case envelope.Rename, envelope.Own, envelope.TTL:
-				name = envelope.OrigPrefix + k
-			case envelope.Drop:
-				continue
-			}
-		}
-		out[name] = append([]string(nil), vs...)
-	}
-}
-
-// applyTTL sets the Nats-TTL of copy header out, made by copyHeaderInto
+// applyTTL sets the Nats-TTL of copy header out, made by
+// envelope.CopyHeaderInto(envelope.CmdRepublish, ...)
 // of m's header at now, by --ttl: what is left of it (remaining), the
 // original TTL again (keep), or none (drop: it stays renamed).
 func (c *PublishConfig) applyTTL(out nats.Header, m *envelope.Message, now time.Time) {

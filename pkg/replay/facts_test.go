@@ -84,7 +84,7 @@ func (f *factServer) gone(s jetstream.Stream, seq uint64) bool {
 // original's, with the headers the server acts on renamed
 // (envelope.CopyHeader), and the copy's own Nats-Msg-Id.
 func copyHeader(h nats.Header) nats.Header {
-	out := envelope.CopyHeader(h, 1)
+	out := envelope.CopyHeader(envelope.CmdRepublish, h, 1)
 	out.Set(jetstream.MsgIDHeader, "replay:X:1:copy")
 	return out
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/jetctl/jetctl/pkg/envelope/envelopetest"
 )
 
-// The fates copyHeaderInto knows; a fate added to the republish column
-// that is none of these needs code here first.
+// The fates the publisher applies (envelope.CopyHeaderInto, applyTTL,
+// skipOf); a fate added to the republish column that is none of these
+// needs code here first.
 var republishFates = []envelope.Fate{envelope.Keep, envelope.Rename, envelope.Drop, envelope.Own, envelope.TTL, envelope.Markers}
 
 // TestCopyFollowsHeaderTable holds the publisher's copy (replay --to,

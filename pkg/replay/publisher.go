@@ -276,7 +276,7 @@ func (p *Publisher) Copy(m *envelope.Message, now time.Time) (*nats.Msg, Skip) {
 }
 
 // build makes c.msgv the copy of m: m's headers as the header table's
-// republish column says (copyHeaderInto: those the server acts on moved
+// republish column says (envelope.CopyHeaderInto: those the server acts on moved
 // aside, Nats-TTL by --ttl as of c.at), provenance and the copy's
 // Nats-Msg-Id, to the target subject. The subject and the values it adds
 // share one string, in c's header map and values (made once per
@@ -287,7 +287,7 @@ func (p *Publisher) build(c *copyState, m *envelope.Message) {
 		c.hdr = make(nats.Header, len(m.Header)+5)
 	}
 	hdr := c.hdr
-	copyHeaderInto(hdr, m.Header)
+	envelope.CopyHeaderInto(envelope.CmdRepublish, hdr, m.Header)
 	p.cfg.applyTTL(hdr, m, c.at)
 	var buf [256]byte
 	b := append(buf[:0], p.cfg.MsgIDPrefix...)

@@ -140,7 +140,7 @@ func TestPublisherReusedCopiesCarryOnlyTheirOwn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := envelope.CopyHeader(m.Header, 5)
+		want := envelope.CopyHeader(envelope.CmdRepublish, m.Header, 5)
 		envelope.SetProvenance(want, m)
 		want.Set(jetstream.MsgIDHeader, fmt.Sprintf("replay:SRC:%d:copy.%s", m.Seq, m.Subject))
 		if stored.Subject != "copy."+m.Subject || string(stored.Data) != string(m.Data) || !reflect.DeepEqual(stored.Header, want) {

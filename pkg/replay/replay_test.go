@@ -234,7 +234,7 @@ func TestCopyHeaders(t *testing.T) {
 		Header: nats.Header{"A": {"1", "2"}, "Nats-Msg-Id": {"orig"}, envelope.SourceSeq: {"old"}}}
 	for _, noProv := range []bool{false, true} {
 		p := &Publisher{cfg: PublishConfig{To: "copy.>", MsgIDPrefix: "replay", NoProvenance: noProv}}
-		want := envelope.CopyHeader(m.Header, 0)
+		want := envelope.CopyHeader(envelope.CmdRepublish, m.Header, 0)
 		if !noProv {
 			envelope.SetProvenance(want, m)
 		}
