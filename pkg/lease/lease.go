@@ -165,18 +165,21 @@ func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.D
 	}
 	host, _ := os.Hostname()
 	val, _ := json.Marshal(lockValue{Holder: host, PID: os.Getpid(), PIDNS: pidNamespace(), Since: clock().UTC(), TTL: ttl})
-	sent := clock()
-	rev, err := kv.Create(ctx, key, val)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		held, gerr := readLease(ctx, kv, key, ttl)
-		if errors.Is(gerr, jetstream.ErrKeyNotFound) {
-			// Released between the create and the get: try once more.
-			sent = clock()
-			rev, err = kv.Create(ctx, key, val)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s was taken by another process just now", ErrLocked, key)
-			}
+	// A race lost (the lease released, or renewed by a holder that is gone:
+	// a kill -9 leaves its last renewal on its way) is read again: only a
+	// live holder's lease refuses.
+	for try := 1; ; try++ {
+		sent := clock()
+		rev, err := kv.Create(ctx, key, val)
+		if err == nil {
 			return startLock(kv, key, ttl, rev, val, unlockHint, sent), nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("lock %q: %w", key, err)
+		}
+		held, gerr := readLease(ctx, kv, key, ttl)
+		if errors.Is(gerr, jetstream.ErrKeyNotFound) && try < acquireTries {
+			continue // released between the create and the get
 		}
 		if gerr != nil {
 			return nil, fmt.Errorf("lock %q: %w", key, gerr)
@@ -189,14 +192,17 @@ func Acquire(ctx context.Context, js jetstream.JetStream, key string, ttl time.D
 		}
 		sent = clock()
 		rev, err = kv.Update(ctx, key, val, held.Revision)
-		if err != nil {
+		if err == nil {
+			return startLock(kv, key, ttl, rev, val, unlockHint, sent), nil
+		}
+		if try >= acquireTries {
 			return nil, fmt.Errorf("%w: %s was taken over by another process just now", ErrLocked, key)
 		}
-	} else if err != nil {
-		return nil, fmt.Errorf("lock %q: %w", key, err)
 	}
-	return startLock(kv, key, ttl, rev, val, unlockHint, sent), nil
 }
+
+// acquireTries bounds the races Acquire reads again before it gives up.
+const acquireTries = 5
 
 // startLock starts renewing a lease taken with a request sent at sent.
 func startLock(kv jetstream.KeyValue, key string, ttl time.Duration, rev uint64, val []byte, unlockHint string, sent time.Time) *Lock {
